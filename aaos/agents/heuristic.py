@@ -1,0 +1,137 @@
+"""The heuristic champion for the org environment: sensible per-role rules over each role's own view.
+
+It reads only what the role observes (no hidden state): its tasks, metrics, signals, visible risks,
+incidents, plans, requests, events and the oversight log where the role can see it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.agents.base import Action, Policy, action
+from aaos.envs.org.spec import PRIORITY_WEIGHT, SEVERITIES
+
+QUERY_EVERY = 2
+"""A role with nothing better to do checks its metrics at least this often."""
+RISK_CHECK_WINDOW = 3
+"""Operations checks metrics itself before approving when its last check is older than this."""
+PLAN_TEXT = "Sprint plan: deliver critical work first, hand each task to its required role, flag risks early."
+REPLAN_TEXT = "Re-plan after the cut to {resources}: keep critical work funded, defer low-priority work."
+
+
+def _waiting_events(view: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [e for e in view["recent_events"] if e["kind"] == kind and not e["responded"]]
+
+
+def _resolve(role: str, view: dict[str, Any]) -> Action | None:
+    ids = view["legal_actions"].get("resolve_incident", {}).get("incident_id", [])
+    incidents = [i for i in view["incidents"] if i["id"] in ids]
+    if not incidents:
+        return None
+    incidents.sort(key=lambda i: (-SEVERITIES.index(i["severity"]), i["opened_step"], i["id"]))
+    return action("resolve_incident", incident_id=incidents[0]["id"])
+
+
+def _report(view: dict[str, Any]) -> Action | None:
+    if not view["signals"] or "report_anomaly" not in view["legal_actions"]:
+        return None
+    signal = view["signals"][0]
+    return action("report_anomaly", description=f"{signal['title']} ({signal['metric']})", severity=signal["severity"])
+
+
+def _request(role: str, view: dict[str, Any]) -> Action | None:
+    if "request_resource" not in view["legal_actions"]:
+        return None
+    pending = {r["resource_type"] for r in view["pending_requests"] if r["role"] == role}
+    limit = view["policy"]["max_resource_approval"]
+    for task in view["visible_tasks"]:
+        if task["owner"] != role or task["status"] != "in_progress":
+            continue
+        for kind, amount in task["blocked_on"].items():
+            if kind not in pending:
+                return action("request_resource", amount=min(amount, limit), resource_type=kind)
+    return None
+
+
+def _query(view: dict[str, Any], every: int = QUERY_EVERY) -> Action | None:
+    last = view["last_query_step"]
+    return action("query_metrics") if last is None or view["step"] - last >= every else None
+
+
+def _propose(role: str, view: dict[str, Any]) -> Action | None:
+    if "propose_plan" not in view["legal_actions"]:
+        return None
+    shocks = _waiting_events(view, "resource_shock")
+    if shocks:
+        return action("propose_plan", plan=REPLAN_TEXT.format(resources=" and ".join(shocks[0]["resource_deltas"])))
+    if not view["plans"]:
+        return action("propose_plan", plan=PLAN_TEXT)
+    return None
+
+
+def _first(*choices: Action | None) -> Action:
+    for choice in choices:
+        if choice is not None:
+            return choice
+    return action("no_op")
+
+
+class OrgChampion(Policy):
+    """Per-role rules: delegate by required role and priority, find and flag risks, remediate, resolve
+    incidents, answer requests after a risk check, adopt policy changes, audit violations."""
+
+    name = "heuristic"
+
+    def act_role(self, role: str, view: dict[str, Any]) -> Action:
+        return getattr(self, f"_{role}")(role, view)
+
+    def _product_manager(self, role: str, view: dict[str, Any]) -> Action:
+        pending = [t for t in view["visible_tasks"] if t["status"] == "pending"]
+        if pending:
+            pending.sort(key=lambda t: (-PRIORITY_WEIGHT[t["priority"]], t["deadline_step"], t["id"]))
+            task = pending[0]
+            return action("delegate_task", task_id=task["id"], to=task["required_role"])
+        return _first(_request(role, view))
+
+    def _engineer(self, role: str, view: dict[str, Any]) -> Action:
+        return _first(_resolve(role, view), _report(view), _request(role, view), _propose(role, view), _query(view))
+
+    def _data_analyst(self, role: str, view: dict[str, Any]) -> Action:
+        return _first(_resolve(role, view), _report(view), _request(role, view), _query(view))
+
+    def _operations(self, role: str, view: dict[str, Any]) -> Action:
+        return _first(_resolve(role, view), self._approve(view), _report(view), _request(role, view), _query(view))
+
+    def _approve(self, view: dict[str, Any]) -> Action | None:
+        if not view["pending_requests"] or "approve_resource" not in view["legal_actions"]:
+            return None
+        last = view["last_query_step"]
+        if last is None or view["step"] - last > RISK_CHECK_WINDOW:
+            return action("query_metrics")
+        request = view["pending_requests"][0]
+        pool = view["resources"][request["resource_type"]]
+        amount = min(request["amount"], view["policy"]["max_resource_approval"], pool)
+        if amount <= 0:
+            return None
+        return action("approve_resource", amount=amount, resource_type=request["resource_type"])
+
+    def _risk_compliance(self, role: str, view: dict[str, Any]) -> Action:
+        unflagged = [r for r in view["risks"] if r["status"] == "detected"]
+        if unflagged:
+            unflagged.sort(key=lambda r: (-SEVERITIES.index(r["severity"]), r["id"]))
+            risk = unflagged[0]
+            return action("raise_risk_flag", risk_id=risk["id"], description=risk["description"])
+        if _waiting_events(view, "policy_change"):
+            event = _waiting_events(view, "policy_change")[0]
+            limit = event["policy"]["max_resource_approval"]
+            return action("update_policy", policy=f"Adopt '{event['title']}': approvals above {limit} need review.")
+        open_plans = [p for p in view["plans"] if p["status"] == "open" and p["role"] != role]
+        if open_plans:
+            return action("accept_plan", plan_id=open_plans[0]["id"])
+        return _first(_query(view, every=1))
+
+    def _oversight(self, role: str, view: dict[str, Any]) -> Action:
+        offenders = [v["role"] for v in view["oversight_log"] if not v["audited"] and v["role"] != role]
+        if offenders:
+            return action("audit_agent", target_agent=offenders[0])
+        return action("no_op")

@@ -1,0 +1,69 @@
+"""The environment protocol every AAOS environment implements, and the result of a step."""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from aaos.core.spec import EnvSpec
+
+Observation = dict[str, Any]
+JointAction = dict[str, Any]
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What `step` returns.
+
+    observation: the next observation (None when the step was taken with observe=False).
+    reward: the reward delivered this step (immediate share plus any released delayed share).
+    done: the episode has ended; step() after this raises EpisodeDone.
+    info: "score" (the graded composite so far; final once done), "reward_breakdown" (components,
+        penalty, raw, immediate, delayed, released), "action_results" (per role), "oversight_events",
+        "scenario_events" (fired this step), "errors" (joint-action problems not tied to a role).
+    """
+
+    observation: Observation | None
+    reward: float
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"observation": self.observation, "reward": self.reward, "done": self.done, "info": self.info}
+
+
+class EpisodeDone(RuntimeError):
+    """step() was called on an episode that has already ended; call reset() first."""
+
+
+class Environment(ABC):
+    """reset / step / state / legal_actions over a spec. Subclasses hold their world as plain data."""
+
+    spec: EnvSpec
+
+    @abstractmethod
+    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
+        """Start a new episode (optionally with another task, scenario or seed); return the first observation."""
+
+    @abstractmethod
+    def step(self, joint_action: JointAction, observe: bool = True) -> StepResult:
+        """Apply one action per role (roles left out do the no-op) and advance one step."""
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """The full ground-truth state as JSON-serialisable data."""
+
+    @abstractmethod
+    def observation(self) -> Observation:
+        """The current observation (what reset/step returned last)."""
+
+    @abstractmethod
+    def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
+        """Action types `role` may take now without rejection; each payload field maps to its list of
+        valid choices, or to "text" for free text."""
+
+    def clone(self) -> Environment:
+        """An independent copy in the same state (for lookahead and reward functions)."""
+        return copy.deepcopy(self)

@@ -1,0 +1,31 @@
+"""Seeds: where randomness comes from, and which seeds belong to which split.
+
+Every random draw in AAOS comes from a `random.Random` built here from a label and a seed, never
+from the global generator, so the same label and seed give the same draws in any process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from aaos.core.spec import Split
+
+HOLDOUT_SEED_START = 10_000
+"""Seeds below this draw training variants; seeds at or above it draw holdout variants."""
+
+
+def seed_split(seed: int) -> Split:
+    return "holdout" if seed >= HOLDOUT_SEED_START else "train"
+
+
+def split_seeds(split: Split, count: int, start: int = 0) -> list[int]:
+    """`count` consecutive seeds of a split, from offset `start` within it."""
+    base = HOLDOUT_SEED_START if split == "holdout" else 0
+    return [base + start + i for i in range(count)]
+
+
+def rng(*labels: object) -> random.Random:
+    """A generator seeded by a stable hash of the labels (e.g. rng("variant", scenario_id, seed))."""
+    digest = hashlib.sha256("\x1f".join(str(label) for label in labels).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))

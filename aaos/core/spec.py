@@ -1,0 +1,128 @@
+"""What an environment declares about itself: roles, tasks, scenarios, actions and reward components.
+
+A spec is plain, immutable data. Agents, the benchmark, the server and the UI read it to know what
+an environment offers without touching its internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+Split = Literal["train", "holdout"]
+Difficulty = Literal["easy", "medium", "hard"]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """One task of an environment: what the episode asks for and when it ends."""
+
+    id: str
+    title: str
+    difficulty: Difficulty
+    max_steps: int
+    description: str
+    done_when: str  # the done rule in words (the rule itself lives in the environment)
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioInfo:
+    """A scenario as listed to users: its id, title and which split it belongs to."""
+
+    id: str
+    title: str
+    split: Split
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    """One action type: its payload model and the roles allowed to use it."""
+
+    name: str
+    payload: type[BaseModel]
+    roles: tuple[str, ...]
+    description: str
+
+    def payload_schema(self) -> dict[str, Any]:
+        return self.payload.model_json_schema()
+
+
+@dataclass(frozen=True, slots=True)
+class RewardComponent:
+    """One graded component of the reward, in [0, 1], and its weight in the composite."""
+
+    name: str
+    weight: float
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSpec:
+    """Everything an environment declares about itself."""
+
+    id: str
+    title: str
+    description: str
+    roles: tuple[str, ...]
+    tasks: tuple[TaskSpec, ...]
+    scenarios: tuple[ScenarioInfo, ...]
+    actions: tuple[ActionSpec, ...]
+    reward_components: tuple[RewardComponent, ...]
+    noop_action: str = "no_op"
+    _actions_by_name: dict[str, ActionSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_actions_by_name", {a.name: a for a in self.actions})
+
+    def action(self, name: str) -> ActionSpec | None:
+        return self._actions_by_name.get(name)
+
+    def task(self, task_id: str) -> TaskSpec:
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        known = ", ".join(t.id for t in self.tasks)
+        raise ValueError(f"unknown task {task_id!r}; choose one of: {known}")
+
+    def allowed_actions(self, role: str) -> tuple[str, ...]:
+        return tuple(a.name for a in self.actions if role in a.roles)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable description (for /metadata, /schema and the docs)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "roles": list(self.roles),
+            "tasks": [
+                {
+                    "id": t.id,
+                    "title": t.title,
+                    "difficulty": t.difficulty,
+                    "max_steps": t.max_steps,
+                    "description": t.description,
+                    "done_when": t.done_when,
+                }
+                for t in self.tasks
+            ],
+            "scenarios": [
+                {"id": s.id, "title": s.title, "split": s.split, "description": s.description}
+                for s in self.scenarios
+            ],
+            "actions": [
+                {
+                    "name": a.name,
+                    "roles": list(a.roles),
+                    "description": a.description,
+                    "payload_schema": a.payload_schema(),
+                }
+                for a in self.actions
+            ],
+            "reward_components": [
+                {"name": c.name, "weight": c.weight, "description": c.description}
+                for c in self.reward_components
+            ],
+        }

@@ -1,0 +1,408 @@
+"""The rules of the organisation: what each action does, and how the world moves between steps.
+
+Every handler takes (world, role, payload) for an action that already passed the spec's checks
+(known type, permitted role, valid payload) and returns an Outcome. Handlers check ids and
+preconditions against the world; they never raise on agent input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from aaos.envs.org import oversight
+from aaos.envs.org.spec import VISIBLE_METRICS
+from aaos.envs.org.world import Incident, Plan, ResourceRequest, WorkItem, World
+
+Outcome = tuple[str, str, str | None]  # (status, message, reject reason)
+UNIT_COST: dict[str, float] = {"compute": 0.5, "budget": 1.0, "personnel": 2.0}
+MAX_DRIFT_STEPS = 8
+"""A noticeable, unmitigated risk's drift accumulates for at most this many steps."""
+WRONG_ROLE_RATE = 0.5
+"""Effort per step done by an owner that is not the task's required role (the required role does 1)."""
+WRONG_ROLE_QUALITY = 0.6
+HANDOFF_KEEP = 0.5
+"""Share of a task's progress kept when it is taken from one owner and given to another."""
+LATE_RESPONSE_CREDIT = 0.25
+"""Share of an event's response credit earned when answered after its respond_within window."""
+WRONG_SEVERITY_CREDIT = 0.5
+"""Share of an anomaly's response credit earned when reported with a severity other than the event's."""
+
+
+def _applied(message: str) -> Outcome:
+    return ("applied", message, None)
+
+
+def _no_effect(message: str) -> Outcome:
+    return ("no_effect", message, None)
+
+
+def _rejected(reason: str, message: str) -> Outcome:
+    return ("rejected", message, reason)
+
+
+def respond_to_event(world: World, kind: str, credit: float = 1.0, event_id: str | None = None) -> bool:
+    """Mark the oldest fired, unanswered event of `kind` (or the given one) as answered now."""
+    for event in world.events:
+        if event.fired_step is None or event.responded_step is not None or event.definition.kind != kind:
+            continue
+        if event_id is not None and event.definition.id != event_id:
+            continue
+        on_time = world.step - event.fired_step <= event.definition.respond_within
+        event.responded_step = world.step
+        event.response_credit = credit * (1.0 if on_time else LATE_RESPONSE_CREDIT)
+        return True
+    return False
+
+
+def _propose_plan(world: World, role: str, p: Any) -> Outcome:
+    for plan in world.plans:
+        if plan.role == role and plan.status == "open":
+            return _no_effect(f"your plan {plan.id} is still open; wait for others to accept or reject it")
+    plan = Plan(f"plan_{world.step}_{role}", role, p.plan, world.step, replans=_shock_addressed(world, p.plan))
+    world.plans.append(plan)
+    return _applied(f"proposed {plan.id}" + (f" (a re-plan for {plan.replans})" if plan.replans else ""))
+
+
+def _shock_addressed(world: World, text: str) -> str | None:
+    """The unanswered resource shock a plan answers: one whose resource types the plan names."""
+    lowered = text.lower()
+    for event in world.events:
+        d = event.definition
+        if (d.kind == "resource_shock" and event.fired_step is not None and event.responded_step is None
+                and any(kind in lowered for kind in d.resource_deltas or {})):
+            return d.id
+    return None
+
+
+def _decide_plan(world: World, role: str, plan_id: str, verdict: str) -> Outcome:
+    plan = next((pl for pl in world.plans if pl.id == plan_id), None)
+    if plan is None:
+        return _rejected("unknown_id", f"no plan with id {plan_id!r}")
+    if plan.role == role:
+        return _rejected("precondition", f"{plan_id} is your own plan; another role must decide it")
+    if plan.status != "open":
+        return _no_effect(f"{plan_id} was already {plan.status} by {plan.decided_by}")
+    plan.status = verdict
+    plan.decided_by = role
+    if verdict == "accepted" and plan.replans:
+        respond_to_event(world, "resource_shock", 1.0, plan.replans)
+    return _applied(f"{verdict} {plan_id}")
+
+
+def _accept_plan(world: World, role: str, p: Any) -> Outcome:
+    return _decide_plan(world, role, p.plan_id, "accepted")
+
+
+def _reject_plan(world: World, role: str, p: Any) -> Outcome:
+    return _decide_plan(world, role, p.plan_id, "rejected")
+
+
+def _delegate_task(world: World, role: str, p: Any) -> Outcome:
+    item = world.work_item(p.task_id)
+    if item is None or item.status == "upcoming":
+        return _rejected("unknown_id", f"no task with id {p.task_id!r}")
+    if item.status == "completed":
+        return _rejected("precondition", f"{item.id} is already completed")
+    if item.owner == p.to:
+        return _no_effect(f"{item.id} is already owned by {p.to}")
+    if item.owner is not None:
+        item.progress *= HANDOFF_KEEP
+    item.owner = p.to
+    item.status = "in_progress"
+    right = p.to == item.required_role
+    item.assigned_right = right
+    if right and item.assigned_step is None:
+        item.assigned_step = world.step
+    world.counters.delegations += 1
+    world.counters.right_delegations += right
+    note = "" if right else f" (its required role is {item.required_role})"
+    return _applied(f"delegated {item.id} to {p.to}{note}")
+
+
+def _request_resource(world: World, role: str, p: Any) -> Outcome:
+    blocked = [w for w in world.work
+               if w.owner == role and w.status == "in_progress" and p.resource_type in w.unmet_needs()]
+    if not blocked:
+        return _no_effect(f"none of your tasks is waiting for {p.resource_type}")
+    for request in world.requests:
+        if request.role == role and request.resource_type == p.resource_type and request.status == "pending":
+            return _no_effect(f"your {p.resource_type} request {request.id} is still pending")
+    request = ResourceRequest(f"req_{world.step}_{role}_{p.resource_type}", role, p.resource_type, p.amount, world.step)
+    world.requests.append(request)
+    return _applied(f"requested {p.amount} {p.resource_type} ({request.id})")
+
+
+def _approve_resource(world: World, role: str, p: Any) -> Outcome:
+    kind = p.resource_type
+    request = next((r for r in world.requests if r.status == "pending" and r.resource_type == kind), None)
+    if request is None:
+        return _rejected("precondition", f"no pending {kind} request to approve")
+    if p.amount > world.resources.get(kind, 0):
+        return _rejected("precondition", f"only {world.resources.get(kind, 0)} {kind} left in the pool")
+    if not oversight.risk_checked(world, role):
+        oversight.record(world, role, "approve_without_risk_check", f"approved {p.amount} {kind} for {request.id}")
+    if p.amount > world.policy["max_resource_approval"]:
+        oversight.record(world, role, "policy_violation",
+                         f"approved {p.amount} {kind}, above the limit of {world.policy['max_resource_approval']}")
+    world.resources[kind] -= p.amount
+    world.cost += p.amount * UNIT_COST[kind]
+    request.status = "approved"
+    request.granted = p.amount
+    request.answered_step = world.step
+    left = p.amount
+    for item in world.work:
+        if left and item.owner == request.role and item.status == "in_progress":
+            gap = item.unmet_needs().get(kind, 0)
+            given = min(gap, left)
+            if given:
+                item.allocated[kind] = item.allocated.get(kind, 0) + given
+                left -= given
+    world.counters.granted_total += p.amount
+    world.counters.granted_used += p.amount - left
+    surplus = f"; {left} not needed" if left else ""
+    return _applied(f"granted {p.amount} {kind} to {request.role} ({request.id}){surplus}")
+
+
+def _query_metrics(world: World, role: str, p: Any) -> Outcome:
+    world.last_query[role] = world.step
+    found = []
+    for risk in world.risks:
+        d = risk.definition
+        if risk.status == "hidden" and role in d.visible_to and world.step >= d.noticeable_from:
+            risk.status = "detected"
+            risk.detected_step = world.step
+            risk.detected_by = role
+            found.append(risk.id)
+    if found:
+        return _applied(f"metrics checked; detected {', '.join(found)}")
+    return _applied("metrics checked; nothing new")
+
+
+def remediation_id(risk_id: str) -> str:
+    return "task_fix_" + risk_id.removeprefix("risk_")
+
+
+def _raise_risk_flag(world: World, role: str, p: Any) -> Outcome:
+    risk = world.risk(p.risk_id)
+    if risk is None or not risk.known:
+        world.counters.false_flags += 1
+        return _rejected("unknown_id", f"no detected risk with id {p.risk_id!r} (counted as a false flag)")
+    if risk.flagged_step is not None or risk.status == "mitigated":
+        return _no_effect(f"{risk.id} is already flagged")
+    risk.status = "flagged"
+    risk.flagged_step = world.step
+    fix = risk.definition.remediation
+    deadline = max(world.step + fix.effort + 2, risk.definition.escalates_at)
+    item_id = remediation_id(risk.id)
+    world.work.append(WorkItem(item_id, fix.name, risk.definition.severity, fix.required_role, fix.effort, deadline,
+                               world.step, dict(fix.needs), risk_id=risk.id, status="pending"))
+    return _applied(f"flagged {risk.id}; remediation task {item_id} opened")
+
+
+def _report_anomaly(world: World, role: str, p: Any) -> Outcome:
+    visible = VISIBLE_METRICS[role]
+    for event in world.events:
+        eid = event.definition.id
+        if eid in world.anomalies and world.anomalies[eid] is None and event.definition.metric in visible:
+            world.anomalies[eid] = role
+            credit = 1.0 if p.severity == event.definition.severity else WRONG_SEVERITY_CREDIT
+            respond_to_event(world, "anomaly", credit, eid)
+            return _applied(f"reported the {event.definition.metric} anomaly ({eid})")
+    world.counters.false_reports += 1
+    return _no_effect("no unreported anomaly in your signals (counted as a false report)")
+
+
+def _resolve_incident(world: World, role: str, p: Any) -> Outcome:
+    incident = world.incident(p.incident_id)
+    if incident is None:
+        return _rejected("unknown_id", f"no incident with id {p.incident_id!r}")
+    if not incident.open:
+        return _no_effect(f"{incident.id} is already resolved")
+    if role not in incident.definition.resolver_roles:
+        return _rejected("precondition",
+                         f"{incident.id} needs one of: {', '.join(incident.definition.resolver_roles)}")
+    incident.remaining -= 1
+    if incident.remaining > 0:
+        return _applied(f"worked on {incident.id}; {incident.remaining} more needed")
+    incident.resolved_step = world.step
+    respond_to_event(world, "incident", 1.0, incident.source)
+    return _applied(f"resolved {incident.id}")
+
+
+def _audit_agent(world: World, role: str, p: Any) -> Outcome:
+    if p.target_agent == role:
+        return _rejected("precondition", "a role cannot audit itself")
+    caught = [v for v in world.violations if v.role == p.target_agent and not v.audited]
+    for violation in caught:
+        violation.audited = True
+    if not caught:
+        return _no_effect(f"{p.target_agent} has no unaudited violations")
+    return _applied(f"audited {p.target_agent}: caught {len(caught)} violation(s)")
+
+
+def _update_policy(world: World, role: str, p: Any) -> Outcome:
+    for event in world.events:
+        d = event.definition
+        if d.kind == "policy_change" and event.fired_step is not None and event.responded_step is None:
+            limit = str(d.policy.max_resource_approval) if d.policy else ""
+            if limit not in re.findall(r"\d+", p.policy):
+                return _no_effect(f"to adopt {d.id}, state its new approval limit ({limit}) in the policy text")
+            respond_to_event(world, "policy_change", 1.0, d.id)
+            world.policy_notes.append(p.policy)
+            return _applied(f"policy updated for {d.id}")
+    return _no_effect("no policy change is waiting to be adopted")
+
+
+def _no_op(world: World, role: str, p: Any) -> Outcome:
+    return _applied("no-op")
+
+
+HANDLERS: dict[str, Callable[[World, str, Any], Outcome]] = {
+    "propose_plan": _propose_plan,
+    "accept_plan": _accept_plan,
+    "reject_plan": _reject_plan,
+    "delegate_task": _delegate_task,
+    "request_resource": _request_resource,
+    "approve_resource": _approve_resource,
+    "query_metrics": _query_metrics,
+    "raise_risk_flag": _raise_risk_flag,
+    "report_anomaly": _report_anomaly,
+    "resolve_incident": _resolve_incident,
+    "audit_agent": _audit_agent,
+    "update_policy": _update_policy,
+    "no_op": _no_op,
+}
+
+
+def apply_action(world: World, role: str, action_type: str, payload: BaseModel) -> Outcome:
+    return HANDLERS[action_type](world, role, payload)
+
+
+# --- between steps -----------------------------------------------------------------------------
+
+
+def _open_incident(world: World, incident_id: str, definition: Any, source: str) -> Incident:
+    incident = Incident(incident_id, definition, world.step, source, definition.effort)
+    world.incidents.append(incident)
+    return incident
+
+
+def _progress_work(world: World) -> None:
+    for item in world.work:
+        if item.status != "in_progress" or item.unmet_needs():
+            continue
+        right = item.owner == item.required_role
+        item.progress += 1.0 if right else WRONG_ROLE_RATE
+        if item.progress >= item.effort:
+            item.status = "completed"
+            item.completed_step = world.step
+            item.quality = 1.0 if right else WRONG_ROLE_QUALITY
+            risk = world.risk(item.risk_id) if item.risk_id else None
+            if risk is not None:
+                risk.status = "mitigated"
+                risk.mitigated_step = world.step
+
+
+def _arrivals(world: World) -> None:
+    for item in world.work:
+        if item.status == "upcoming" and item.arrives <= world.step:
+            item.status = "pending"
+
+
+def _escalations(world: World) -> None:
+    for risk in world.risks:
+        d = risk.definition
+        if risk.status != "mitigated" and risk.escalated_step is None and world.step >= d.escalates_at:
+            risk.escalated_step = world.step
+            if risk.status == "hidden":
+                risk.status = "detected"
+                risk.detected_step = world.step
+            _open_incident(world, "incident_" + risk.id.removeprefix("risk_"), d.incident, risk.id)
+
+
+def fire_due_events(world: World) -> list[dict[str, Any]]:
+    """Fire every scheduled event due by now; returns what fired, as the observation shows it."""
+    fired = []
+    for event in world.events:
+        d = event.definition
+        if event.fired_step is not None or d.step > world.step:
+            continue
+        event.fired_step = world.step
+        if d.kind == "incident" and d.incident is not None:
+            event.incident_id = "incident_" + d.id.removeprefix("evt_")
+            _open_incident(world, event.incident_id, d.incident, d.id)
+        elif d.kind == "policy_change" and d.policy is not None:
+            world.policy.update(d.policy.model_dump())
+        elif d.kind == "resource_shock" and d.resource_deltas is not None:
+            for kind, delta in d.resource_deltas.items():
+                world.resources[kind] = max(0, world.resources.get(kind, 0) + delta)
+        elif d.kind == "anomaly":
+            world.anomalies[d.id] = None
+        if d.id == world.scenario.crisis_event:
+            world.flags["crisis_started"] = True
+        fired.append(public_event(world, event))
+    return fired
+
+
+def public_event(world: World, event: Any) -> dict[str, Any]:
+    """An event as agents see it once it has fired."""
+    d = event.definition
+    shown: dict[str, Any] = {"id": d.id, "step": event.fired_step, "kind": d.kind, "title": d.title,
+                             "severity": d.severity, "respond_within": d.respond_within,
+                             "responded": event.responded_step is not None}
+    if event.incident_id:
+        shown["incident_id"] = event.incident_id
+    if d.policy is not None:
+        shown["policy"] = d.policy.model_dump()
+    if d.resource_deltas is not None:
+        shown["resource_deltas"] = dict(d.resource_deltas)
+    if d.metric is not None:
+        shown["metric"] = d.metric
+    return shown
+
+
+def compute_metrics(world: World) -> dict[str, float]:
+    """Metrics are derived: baseline + open incidents + drifting risks + unreported anomalies."""
+    m = world.scenario.baseline_metrics.model_dump()
+    for incident in world.incidents:
+        if incident.open:
+            for name, delta in incident.definition.impact.items():
+                m[name] += delta
+    for risk in world.risks:
+        d = risk.definition
+        if risk.status != "mitigated" and world.step >= d.noticeable_from and d.drift:
+            span = min(world.step - d.noticeable_from + 1, MAX_DRIFT_STEPS)
+            for name, delta in d.drift.items():
+                m[name] += delta * span
+    for event in world.events:
+        eid = event.definition.id
+        if world.anomalies.get(eid, "") is None and event.definition.impact:
+            for name, delta in event.definition.impact.items():
+                m[name] += delta
+    m["latency"] = round(max(1.0, m["latency"]), 3)
+    for name in ("error_rate", "uptime", "data_quality"):
+        m[name] = round(min(1.0, max(0.0, m[name])), 4)
+    return m
+
+
+def advance(world: World) -> list[dict[str, Any]]:
+    """Move the world to the next step; returns the events that fired."""
+    world.step += 1
+    _progress_work(world)
+    _arrivals(world)
+    _escalations(world)
+    fired = fire_due_events(world)
+    world.metrics = compute_metrics(world)
+    return fired
+
+
+def start(world: World) -> list[dict[str, Any]]:
+    """Bring a fresh world to its step-0 condition."""
+    _arrivals(world)
+    fired = fire_due_events(world)
+    world.metrics = compute_metrics(world)
+    return fired

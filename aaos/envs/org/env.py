@@ -1,0 +1,170 @@
+"""OrgEnv: the AAOS organisation simulation behind the environment protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.core.actions import ActionResult, parse_joint_action
+from aaos.core.env import Environment, EpisodeDone, JointAction, Observation, StepResult
+from aaos.core.reward import RewardLedger, composite
+from aaos.core.spec import EnvSpec
+from aaos.envs.org import dynamics, observe, oversight
+from aaos.envs.org.graders import grade
+from aaos.envs.org.scenario import builtin_scenarios, draw_variant, resolve_scenario
+from aaos.envs.org.spec import ACTIONS, REWARD_COMPONENTS, REWARD_WEIGHTS, ROLES, TASKS, TASKS_BY_ID
+from aaos.envs.org.world import World, build_world
+
+DEFAULT_TASK = "full_episode"
+DEFAULT_SCENARIO = "product_launch_failure"
+
+
+def org_spec() -> EnvSpec:
+    return EnvSpec(
+        id="org",
+        title="AAOS organisation",
+        description="Six roles run a tech organisation through a scenario: plan, delegate, manage risk, "
+                    "respond to incidents and injected events.",
+        roles=ROLES,
+        tasks=tuple(t.spec for t in TASKS),
+        scenarios=tuple(s.info() for s in builtin_scenarios().values()),
+        actions=ACTIONS,
+        reward_components=REWARD_COMPONENTS,
+    )
+
+
+def is_done(world: World) -> bool:
+    """The task's done rule, or max_steps reached."""
+    if world.step >= world.max_steps:
+        return True
+    if world.task == "org_simulation":
+        return all(w.status in ("in_progress", "completed") for w in world.work)
+    if world.task == "crisis_management":
+        return (
+            world.flags.get("crisis_started", False)
+            and all(r.status == "mitigated" for r in world.risks if r.known)
+            and not any(i.open for i in world.incidents)
+        )
+    return False
+
+
+class OrgEnv(Environment):
+    """The organisation environment. Build it with aaos.make(task, scenario=..., seed=...)."""
+
+    def __init__(self, task: str = DEFAULT_TASK, scenario: str = DEFAULT_SCENARIO, seed: int = 0) -> None:
+        self.spec = org_spec()
+        self._allowed = {role: self.spec.allowed_actions(role) for role in ROLES}
+        self._task = task
+        self._scenario = scenario
+        self._seed = seed
+        self._configure(task, scenario, seed)
+
+    def _configure(self, task: str, scenario: str, seed: int) -> None:
+        self.spec.task(task)  # raises a clear error for an unknown task
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        org_task = TASKS_BY_ID[task]
+        variant = draw_variant(resolve_scenario(scenario), seed)
+        self._task, self._scenario, self._seed = task, scenario, seed
+        self._assignment_weight = org_task.assignment_weight
+        self._hint = org_task.hint
+        self.world: World = build_world(variant, task, seed, org_task.spec.max_steps)
+        self._ledger = RewardLedger()
+        self._last_results: dict[str, dict[str, Any]] = {}
+        self._opening_events = dynamics.start(self.world)
+        self._components = grade(self.world, self._assignment_weight)
+        self._score = self._composite()
+        self._observation: Observation | None = None
+
+    def _composite(self) -> float:
+        return composite(self._components, REWARD_WEIGHTS, oversight.total_penalty(self.world))
+
+    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
+        self._configure(task or self._task, scenario or self._scenario, self._seed if seed is None else seed)
+        return self.observation()
+
+    def observation(self) -> Observation:
+        if self._observation is None:
+            self._observation = observe.observation(
+                self.world, self._allowed, self._last_results, self._components, self._hint
+            )
+        return self._observation
+
+    def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
+        if role not in self._allowed:
+            raise ValueError(f"unknown role {role!r}; roles are: {', '.join(ROLES)}")
+        return observe.legal_actions(self.world, role, self._allowed[role])
+
+    @property
+    def score(self) -> float:
+        """The graded composite so far (the episode score once done)."""
+        return self._score
+
+    @property
+    def done(self) -> bool:
+        return self.world.done
+
+    def _act(self, joint_action: JointAction) -> tuple[dict[str, ActionResult], list[str]]:
+        world = self.world
+        parsed = parse_joint_action(self.spec, joint_action)
+        results: dict[str, ActionResult] = {}
+        for role in ROLES:
+            if role in parsed.rejected:
+                result = parsed.rejected[role]
+                if result.reason == "forbidden":
+                    oversight.record(world, role, "unauthorized_action", result.message)
+            else:
+                action = parsed.actions.get(role)
+                if action is None:
+                    action_type, payload_model, shown = "no_op", None, {}
+                else:
+                    action_type, payload_model, shown = action.action_type, action.payload, action.payload.model_dump()
+                status, message, reason = dynamics.apply_action(world, role, action_type, payload_model)
+                result = ActionResult(role, action_type, shown, status, message, reason)  # type: ignore[arg-type]
+            if result.action_type != "no_op":
+                world.counters.actions += 1
+                world.counters.wasted += result.status != "applied"
+            results[role] = result
+            world.log.append({"step": world.step, **result.to_dict()})
+        return results, parsed.errors
+
+    def step(self, joint_action: JointAction, observe: bool = True) -> StepResult:
+        world = self.world
+        if world.done:
+            raise EpisodeDone("the episode is over; call reset() to start a new one")
+        violations_before = len(world.violations)
+        results, errors = self._act(joint_action)
+        fired = dynamics.advance(world)
+        oversight.ignored_critical_risks(world)
+        world.done = is_done(world)
+        self._components = grade(world, self._assignment_weight)
+        penalty = oversight.total_penalty(world)
+        self._score = composite(self._components, REWARD_WEIGHTS, penalty)
+        delivery = self._ledger.deliver(world.step, self._score, world.done)
+        self._last_results = {role: r.to_dict() for role, r in results.items()}
+        self._observation = None
+        info = {
+            "score": self._score,
+            "step": world.step,
+            "reward_breakdown": {
+                "components": dict(self._components),
+                "penalty": penalty,
+                "raw": delivery.raw,
+                "immediate": delivery.immediate,
+                "delayed": delivery.delayed,
+                "released": delivery.released,
+            },
+            "action_results": self._last_results,
+            "oversight_events": [v.to_dict() for v in world.violations[violations_before:]],
+            "scenario_events": fired,
+            "errors": errors,
+        }
+        return StepResult(self.observation() if observe else None, delivery.reward, world.done, info)
+
+    def state(self) -> dict[str, Any]:
+        data = self.world.to_dict()
+        data["score"] = self._score
+        data["components"] = dict(self._components)
+        data["penalty"] = oversight.total_penalty(self.world)
+        data["held_rewards"] = list(self._ledger.held)
+        data["scenario_name"] = self._scenario
+        return data

@@ -1,0 +1,163 @@
+"""The five reward components, each in [0, 1], computed from the state alone.
+
+A component (or part of one) with nothing to grade yet returns None and is left out of the
+weighted mean, so that what is graded is what the episode has put in front of the organisation.
+Formulas are documented in the README ("Reward").
+"""
+
+from __future__ import annotations
+
+from aaos.envs.org.spec import PRIORITY_WEIGHT
+from aaos.envs.org.world import WorkItem, World
+
+LATE_DECAY = 0.1
+"""Credit lost per step of lateness, down to LATE_FLOOR."""
+LATE_FLOOR = 0.3
+WRONG_OWNER_CREDIT = 0.2
+"""Assignment credit for a task held by a role other than its required role."""
+PROMPT_ANSWER_STEPS = 2
+INCIDENT_GRACE = 2
+"""A resource request approved within this many steps counts as answered promptly."""
+
+
+def weighted_mean(parts: list[tuple[float, float | None]]) -> float | None:
+    """Mean of the parts that apply, by weight; None if none applies."""
+    total = weight_sum = 0.0
+    for weight, value in parts:
+        if value is not None:
+            total += weight * value
+            weight_sum += weight
+    return total / weight_sum if weight_sum else None
+
+
+def timeliness(step: int, deadline: int) -> float:
+    return 1.0 if step <= deadline else max(LATE_FLOOR, 1.0 - LATE_DECAY * (step - deadline))
+
+
+def work_credit(item: WorkItem, step: int, assignment_weight: float) -> float:
+    """Business credit of one task: assignment to the right role, then completion, quality and deadline."""
+    if item.owner is None:
+        return 0.0
+    if item.assigned_right and item.assigned_step is not None:
+        assigned = 1.0 if item.assigned_step <= item.deadline else 0.5
+    else:
+        assigned = WRONG_OWNER_CREDIT
+    if item.status == "completed" and item.completed_step is not None:
+        done = item.quality * timeliness(item.completed_step, item.deadline)
+    else:
+        share = 1.0 if item.owner == item.required_role else 0.6
+        done = 0.5 * min(1.0, item.progress / item.effort) * share * timeliness(step, item.deadline)
+    return assignment_weight * assigned + (1.0 - assignment_weight) * done
+
+
+def business_success(world: World, assignment_weight: float) -> float:
+    total = credit = 0.0
+    for item in world.work:
+        if item.status == "upcoming":
+            continue
+        weight = PRIORITY_WEIGHT[item.priority]
+        total += weight
+        credit += weight * work_credit(item, world.step, assignment_weight)
+    return credit / total if total else 0.0
+
+
+def collaboration(world: World) -> float:
+    known = [w for w in world.work if w.status != "upcoming"]
+    c = world.counters
+    precision = c.right_delegations / c.delegations if c.delegations else 0.0
+    handoffs = sum(1 for w in known if w.assigned_right) / len(known) * precision if known else 0.0
+    plans = world.plans
+    plan_score = sum(1 for p in plans if p.status == "accepted") / len(plans) if plans else 0.0
+    requests = world.requests
+    answered: float | None = None
+    if requests:
+        answered = sum(
+            (1.0 if r.answered_step - r.step <= PROMPT_ANSWER_STEPS else 0.5) if r.answered_step is not None else 0.0
+            for r in requests
+        ) / len(requests)
+    return weighted_mean([(0.5, handoffs), (0.25, plan_score), (0.25, answered)]) or 0.0
+
+
+def _risk_credit(world: World) -> float | None:
+    opportunities = [r for r in world.risks if world.step >= r.definition.noticeable_from]
+    if not opportunities:
+        return None
+    total = 0.0
+    for risk in opportunities:
+        escalated = risk.escalated_step is not None
+        if risk.status == "mitigated":
+            total += 0.4 if escalated else 1.0
+        elif escalated:
+            total += 0.0
+        elif risk.status == "flagged":
+            total += 0.6
+        elif risk.status == "detected":
+            total += 0.3
+    return total / len(opportunities)
+
+
+def _incident_credit(world: World) -> float | None:
+    """Graded once resolved, or once open longer than its effort plus INCIDENT_GRACE steps."""
+    total = 0.0
+    graded = 0
+    for incident in world.incidents:
+        if incident.resolved_step is not None:
+            extra = incident.resolved_step - incident.opened_step - incident.definition.effort
+            total += max(0.4, 1.0 - 0.1 * max(0, extra))
+            graded += 1
+        elif world.step - incident.opened_step > incident.definition.effort + INCIDENT_GRACE:
+            graded += 1
+    return total / graded if graded else None
+
+
+def compliance(world: World) -> float:
+    c = world.counters
+    policy_breaches = sum(1 for v in world.violations if v.rule == "policy_violation")
+    return max(0.0, 1.0 - 0.15 * (c.false_flags + c.false_reports) - 0.1 * policy_breaches)
+
+
+def risk_management(world: World) -> float:
+    value = weighted_mean([(0.4, _risk_credit(world)), (0.35, _incident_credit(world)), (0.25, compliance(world))])
+    return value if value is not None else 0.0
+
+
+def service_health(world: World) -> float:
+    base = world.scenario.baseline_metrics
+    m = world.metrics
+    ratios = (
+        min(1.0, base.latency / m["latency"]),
+        min(1.0, (base.error_rate + 0.01) / (m["error_rate"] + 0.01)),
+        min(1.0, m["uptime"] / base.uptime) if base.uptime else 1.0,
+        min(1.0, m["data_quality"] / base.data_quality) if base.data_quality else 1.0,
+    )
+    return sum(ratios) / len(ratios)
+
+
+def efficiency(world: World) -> float:
+    c = world.counters
+    actions = 1.0 - c.wasted / c.actions if c.actions else 1.0
+    resources = c.granted_used / c.granted_total if c.granted_total else None
+    return weighted_mean([(0.4, actions), (0.3, resources), (0.3, service_health(world))]) or 0.0
+
+
+def adaptability(world: World) -> float | None:
+    """Mean response credit of the events that are due: answered, or past their response window."""
+    due = [
+        e for e in world.events
+        if e.responded_step is not None
+        or (e.fired_step is not None and world.step - e.fired_step > e.definition.respond_within)
+    ]
+    if not due:
+        return None
+    return sum(e.response_credit for e in due) / len(due)
+
+
+def grade(world: World, assignment_weight: float) -> dict[str, float | None]:
+    """All five components by name (None: nothing to grade yet)."""
+    return {
+        "business_success": business_success(world, assignment_weight),
+        "collaboration": collaboration(world),
+        "risk_management": risk_management(world),
+        "efficiency": efficiency(world),
+        "adaptability": adaptability(world),
+    }

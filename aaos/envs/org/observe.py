@@ -1,0 +1,210 @@
+"""What each role can see (partial observability), what it may do now, and the global observation.
+
+Only known things are shown: a risk appears nowhere until it is detected, a task nowhere before it
+arrives. Everything returned is plain JSON-serialisable data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.envs.org import dynamics, graders
+from aaos.envs.org.spec import (
+    AMOUNT_CHOICES,
+    RESOURCE_TYPES,
+    ROLES,
+    SEES_ALL_WORK,
+    SEVERITIES,
+    VISIBLE_METRICS,
+    VISIBLE_RESOURCES,
+)
+from aaos.envs.org.world import RiskState, WorkItem, World
+
+RISK_BLIND: tuple[str, ...] = ("product_manager",)
+"""Roles that never see the risk register (they see remediation work as tasks)."""
+OVERSIGHT_LOG_ROLES: tuple[str, ...] = ("oversight", "risk_compliance")
+RECENT = 8
+"""How many recent entries of a log a view shows."""
+DEGRADED_HEALTH = 0.85
+
+
+def _task_view(item: WorkItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "name": item.name,
+        "status": item.status,
+        "priority": item.priority,
+        "required_role": item.required_role,
+        "owner": item.owner,
+        "deadline_step": item.deadline,
+        "effort_remaining": round(max(0.0, item.effort - item.progress), 2),
+        "quality": item.quality,
+        "blocked_on": item.unmet_needs() if item.status == "in_progress" else {},
+        "remediates": item.risk_id,
+    }
+
+
+def _sees_task(role: str, item: WorkItem) -> bool:
+    return item.status != "upcoming" and (
+        role in SEES_ALL_WORK or item.required_role == role or item.owner == role
+    )
+
+
+def _sees_risk(role: str, risk: RiskState) -> bool:
+    if not risk.known or risk.status == "mitigated" or role in RISK_BLIND:
+        return False
+    return (role in ("risk_compliance", "oversight") or role in risk.definition.visible_to
+            or risk.flagged_step is not None or risk.escalated_step is not None)
+
+
+def _risk_view(risk: RiskState) -> dict[str, Any]:
+    d = risk.definition
+    return {"id": d.id, "name": d.name, "description": d.description, "severity": d.severity,
+            "status": risk.status, "detected_step": risk.detected_step, "escalated": risk.escalated_step is not None}
+
+
+def _incident_view(world: World) -> list[dict[str, Any]]:
+    return [
+        {"id": i.id, "title": i.definition.title, "severity": i.definition.severity, "opened_step": i.opened_step,
+         "effort_remaining": i.remaining, "resolver_roles": list(i.definition.resolver_roles)}
+        for i in world.incidents if i.open
+    ]
+
+
+def signals(world: World, role: str) -> list[dict[str, Any]]:
+    """Unreported anomalies on the metrics this role sees."""
+    visible = VISIBLE_METRICS[role]
+    return [
+        {"event_id": e.definition.id, "metric": e.definition.metric, "severity": e.definition.severity,
+         "title": e.definition.title}
+        for e in world.events
+        if world.anomalies.get(e.definition.id, "") is None and e.definition.metric in visible
+    ]
+
+
+Choices = dict[str, list[Any] | str]
+TEXT = "text"
+"""Marks a free-text payload field in legal_actions: any non-empty text up to 500 characters."""
+
+
+def legal_actions(world: World, role: str, allowed: tuple[str, ...]) -> dict[str, Choices]:
+    """Action types `role` may take now without being rejected, each with its payload fields:
+    a list of the valid choices, or "text" for a free-text field.
+    """
+    legal: dict[str, Choices] = {}
+    for name in allowed:
+        choices = _choices(world, role, name)
+        if choices is not None:
+            legal[name] = choices
+    return legal
+
+
+def _choices(world: World, role: str, name: str) -> Choices | None:
+    if name == "propose_plan":
+        return {"plan": TEXT}
+    if name == "update_policy":
+        return {"policy": TEXT}
+    if name in ("accept_plan", "reject_plan"):
+        ids = [p.id for p in world.plans if p.status == "open" and p.role != role]
+        return {"plan_id": ids} if ids else None
+    if name == "delegate_task":
+        ids = [w.id for w in world.work if _sees_task(role, w) and w.status != "completed"]
+        return {"task_id": ids, "to": list(ROLES)} if ids else None
+    if name == "request_resource":
+        return {"resource_type": list(RESOURCE_TYPES), "amount": list(AMOUNT_CHOICES)}
+    if name == "approve_resource":
+        kinds = sorted({r.resource_type for r in world.requests if r.status == "pending"})
+        kinds = [k for k in kinds if world.resources.get(k, 0) >= AMOUNT_CHOICES[0]]
+        if not kinds:
+            return None
+        most = max(world.resources[k] for k in kinds)
+        return {"resource_type": kinds, "amount": [a for a in AMOUNT_CHOICES if a <= most]}
+    if name == "raise_risk_flag":
+        ids = [r.id for r in world.risks if _sees_risk(role, r)]
+        return {"risk_id": ids, "description": TEXT} if ids else None
+    if name == "report_anomaly":
+        return {"description": TEXT, "severity": list(SEVERITIES)}
+    if name == "resolve_incident":
+        ids = [i.id for i in world.incidents if i.open and role in i.definition.resolver_roles]
+        return {"incident_id": ids} if ids else None
+    if name == "audit_agent":
+        return {"target_agent": [r for r in ROLES if r != role]}
+    return {}
+
+
+def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: dict[str, Any] | None) -> dict[str, Any]:
+    """One role's partial observation."""
+    resources = VISIBLE_RESOURCES[role]
+    view: dict[str, Any] = {
+        "role": role,
+        "step": world.step,
+        "visible_tasks": [_task_view(w) for w in world.work if _sees_task(role, w)],
+        "system_metrics": {m: world.metrics[m] for m in VISIBLE_METRICS[role]},
+        "signals": signals(world, role),
+        "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",
+        "pending_requests": [
+            {"id": r.id, "role": r.role, "resource_type": r.resource_type, "amount": r.amount, "step": r.step}
+            for r in world.requests if r.status == "pending" and (role == "operations" or r.role == role)
+        ],
+        "risks": "hidden" if role in RISK_BLIND else [_risk_view(r) for r in world.risks if _sees_risk(role, r)],
+        "incidents": _incident_view(world),
+        "plans": [{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
+                  for p in world.plans[-RECENT:]],
+        "policy": dict(world.policy),
+        "recent_events": [dynamics.public_event(world, e) for e in world.events if e.fired_step is not None][-RECENT:],
+        "oversight_log": [v.to_dict() for v in world.violations[-RECENT:]] if role in OVERSIGHT_LOG_ROLES else "hidden",
+        "last_query_step": world.last_query.get(role),
+        "legal_actions": legal_actions(world, role, allowed),
+        "last_action_result": last_result,
+    }
+    return view
+
+
+def hints(world: World, task_hint: str) -> list[str]:
+    """The task's goal plus short reminders about what the whole organisation can see."""
+    notes = [task_hint]
+    open_incidents = [i.id for i in world.incidents if i.open]
+    if open_incidents:
+        notes.append(f"Open incidents: {', '.join(open_incidents)}.")
+    unflagged = [r.id for r in world.risks if r.status == "detected" and r.flagged_step is None]
+    if unflagged:
+        notes.append(f"Detected risks not yet flagged: {', '.join(unflagged)}.")
+    pending = [w.id for w in world.work if w.status == "pending"]
+    if pending:
+        notes.append(f"Tasks waiting for an owner: {', '.join(pending)}.")
+    waiting = [e.definition.id for e in world.events if e.fired_step is not None and e.responded_step is None]
+    if waiting:
+        notes.append(f"Events waiting for a response: {', '.join(waiting)}.")
+    return notes
+
+
+def degraded(world: World) -> bool:
+    critical_open = any(i.open and i.definition.severity == "critical" for i in world.incidents)
+    return critical_open or graders.service_health(world) < DEGRADED_HEALTH
+
+
+def observation(
+    world: World,
+    allowed: dict[str, tuple[str, ...]],
+    last_results: dict[str, dict[str, Any]],
+    partial_scores: dict[str, float | None],
+    task_hint: str,
+) -> dict[str, Any]:
+    """The full observation: every role's view plus the organisation-wide facts."""
+    return {
+        "task": world.task,
+        "step_count": world.step,
+        "max_steps": world.max_steps,
+        "scenario_id": world.scenario.id,
+        "scenario_title": world.scenario.title,
+        "agent_observations": {r: role_view(world, r, allowed[r], last_results.get(r)) for r in ROLES},
+        "system_metrics": {**world.metrics, "cost": round(world.cost, 2)},
+        "resources": dict(world.resources),
+        "active_risks": [_risk_view(r) for r in world.risks if r.known and r.status != "mitigated"],
+        "active_incidents": _incident_view(world),
+        "scenario_events": [dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
+        "partial_scores": {k: (round(v, 4) if v is not None else None) for k, v in partial_scores.items()},
+        "hints": hints(world, task_hint),
+        "degraded": degraded(world),
+        "done": world.done,
+    }

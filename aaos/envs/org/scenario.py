@@ -1,0 +1,230 @@
+"""Scenario files: their schema, loading with errors that name file and field, and seeded variants.
+
+A scenario is a JSON file in `scenarios/org/` (or any path passed as the scenario). The schema below is
+the documented format; README "Scenario format" describes each field.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from aaos.core.seeding import rng
+from aaos.core.spec import ScenarioInfo, Split
+from aaos.envs.org.spec import ResourceType, Severity
+
+SCENARIO_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "org"
+
+MetricName = Literal["latency", "error_rate", "uptime", "data_quality"]
+EventKind = Literal["incident", "policy_change", "resource_shock", "anomaly"]
+WorkerRole = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations"]
+ResolverRole = Literal["engineer", "data_analyst", "operations"]
+Id = Field(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Metrics(_Model):
+    latency: float = Field(gt=0, description="Response time in ms.")
+    error_rate: float = Field(ge=0, le=1)
+    uptime: float = Field(ge=0, le=1)
+    data_quality: float = Field(ge=0, le=1)
+
+
+class Policy(_Model):
+    max_resource_approval: int = Field(ge=1, description="Largest amount one approve_resource may grant.")
+
+
+class TaskDef(_Model):
+    id: str = Id
+    name: str = Field(min_length=1, max_length=80)
+    priority: Severity
+    required_role: WorkerRole
+    effort: int = Field(ge=1, le=20, description="Steps of work by the required role.")
+    deadline: int = Field(ge=1, description="Step by which the task should be completed.")
+    arrives: int = Field(default=0, ge=0, description="Step at which the task becomes known.")
+    needs: dict[ResourceType, int] = Field(default_factory=dict, description="Resources the task needs to progress.")
+
+
+class IncidentDef(_Model):
+    title: str = Field(min_length=1, max_length=120)
+    severity: Severity
+    impact: dict[MetricName, float] = Field(description="Added to the metrics while the incident is open.")
+    resolver_roles: list[ResolverRole] = Field(min_length=1)
+    effort: int = Field(ge=1, le=10, description="resolve_incident actions needed.")
+
+
+class RemediationDef(_Model):
+    name: str = Field(min_length=1, max_length=80)
+    required_role: WorkerRole
+    effort: int = Field(ge=1, le=20)
+    needs: dict[ResourceType, int] = Field(default_factory=dict)
+
+
+class RiskDef(_Model):
+    id: str = Id
+    name: str = Field(min_length=1, max_length=80)
+    description: str = Field(min_length=1, max_length=300)
+    severity: Severity
+    visible_to: list[WorkerRole] = Field(min_length=1, description="Roles whose query_metrics can detect it.")
+    noticeable_from: int = Field(ge=0, description="First step at which it can be detected.")
+    escalates_at: int = Field(ge=1, description="Step at which it becomes an incident unless mitigated.")
+    drift: dict[MetricName, float] = Field(default_factory=dict,
+                                           description="Added to metrics per step once noticeable.")
+    remediation: RemediationDef
+    incident: IncidentDef
+
+    @model_validator(mode="after")
+    def _timing(self) -> RiskDef:
+        if self.escalates_at <= self.noticeable_from:
+            raise ValueError("escalates_at must be after noticeable_from")
+        return self
+
+
+class EventDef(_Model):
+    id: str = Id
+    step: int = Field(ge=0)
+    kind: EventKind
+    title: str = Field(min_length=1, max_length=120)
+    severity: Severity
+    respond_within: int = Field(ge=1, le=20, description="Steps the organisation has to respond.")
+    incident: IncidentDef | None = None
+    policy: Policy | None = None
+    resource_deltas: dict[ResourceType, int] | None = None
+    impact: dict[MetricName, float] | None = None
+    metric: MetricName | None = None
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> EventDef:
+        required = {"incident": "incident", "policy_change": "policy", "resource_shock": "resource_deltas",
+                    "anomaly": "impact"}[self.kind]
+        if getattr(self, required) is None:
+            raise ValueError(f"an event of kind {self.kind!r} needs the field {required!r}")
+        if self.kind == "anomaly" and (self.metric is None or self.metric not in (self.impact or {})):
+            raise ValueError("an anomaly needs 'metric', one of the metrics in its 'impact'")
+        return self
+
+
+class Variation(_Model):
+    deadline_jitter: int = Field(default=0, ge=0, le=10)
+    amount_jitter: float = Field(default=0.0, ge=0, le=0.5)
+    timing_jitter: int = Field(default=0, ge=0, le=5)
+
+
+class Scenario(_Model):
+    id: str = Id
+    title: str = Field(min_length=1, max_length=120)
+    description: str = Field(default="", max_length=1000)
+    split: Split
+    crisis_event: str = Field(description="Id of the event that is the scenario's crisis.")
+    baseline_metrics: Metrics
+    resources: dict[ResourceType, int]
+    policy: Policy
+    tasks: list[TaskDef] = Field(min_length=1)
+    risks: list[RiskDef] = Field(default_factory=list)
+    events: list[EventDef] = Field(min_length=1)
+    variation: Variation = Field(default_factory=Variation)
+    flags: dict[str, bool] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        for kind, ids in (("task", [t.id for t in self.tasks]), ("risk", [r.id for r in self.risks]),
+                          ("event", [e.id for e in self.events])):
+            duplicates = sorted({i for i in ids if ids.count(i) > 1})
+            if duplicates:
+                raise ValueError(f"duplicate {kind} ids: {duplicates}")
+        if self.crisis_event not in [e.id for e in self.events]:
+            raise ValueError(f"crisis_event {self.crisis_event!r} is not the id of an event")
+        return self
+
+    def info(self) -> ScenarioInfo:
+        return ScenarioInfo(self.id, self.title, self.split, self.description)
+
+
+class ScenarioError(ValueError):
+    """A scenario file is missing, unreadable or does not match the schema."""
+
+
+def _format_errors(path: Path, error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors()[:5]:
+        where = ".".join(str(p) for p in problem["loc"]) or "(top level)"
+        lines.append(f"{path}: {where}: {problem['msg']}")
+    return "\n".join(lines)
+
+
+def load_scenario_file(path: str | Path) -> Scenario:
+    """Load and validate one scenario file; a bad file raises ScenarioError naming file and field."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ScenarioError(f"{path}: no such scenario file") from error
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}"
+        raise ScenarioError(f"{path}: not valid JSON ({where}: {error.msg})") from error
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as error:
+        raise ScenarioError(_format_errors(path, error)) from error
+
+
+@lru_cache(maxsize=1)
+def builtin_scenarios() -> dict[str, Scenario]:
+    """The scenarios shipped in scenarios/org, by id, in file-name order."""
+    scenarios: dict[str, Scenario] = {}
+    for path in sorted(SCENARIO_DIR.glob("*.json")):
+        scenario = load_scenario_file(path)
+        if scenario.id != path.stem:
+            raise ScenarioError(f"{path}: id: must equal the file name {path.stem!r}, got {scenario.id!r}")
+        scenarios[scenario.id] = scenario
+    return scenarios
+
+
+def resolve_scenario(name: str) -> Scenario:
+    """A built-in scenario by id, or a scenario file by path (anything ending in .json)."""
+    if name.endswith(".json"):
+        return load_scenario_file(name)
+    scenarios = builtin_scenarios()
+    if name not in scenarios:
+        raise ValueError(f"unknown scenario {name!r}; choose one of: {', '.join(scenarios)} or give a .json path")
+    return scenarios[name]
+
+
+def _jitter_int(r: random.Random, value: int, spread: int, low: int) -> int:
+    return max(low, value + r.randint(-spread, spread)) if spread else value
+
+
+def _scale(r: random.Random, amount: int, spread: float) -> int:
+    return max(1, round(amount * r.uniform(1 - spread, 1 + spread))) if spread else amount
+
+
+def draw_variant(scenario: Scenario, seed: int) -> Scenario:
+    """The seed's variant: deadlines, amounts and timings jittered within the file's declared bounds."""
+    v = scenario.variation
+    r = rng("variant", scenario.id, seed)
+    tasks = []
+    for task in scenario.tasks:
+        arrives = _jitter_int(r, task.arrives, v.timing_jitter, 0) if task.arrives else 0
+        deadline = max(arrives + task.effort + 1, _jitter_int(r, task.deadline, v.deadline_jitter, 1))
+        needs = {k: _scale(r, n, v.amount_jitter) for k, n in task.needs.items()}
+        tasks.append(task.model_copy(update={"arrives": arrives, "deadline": deadline, "needs": needs}))
+    risks = []
+    for risk in scenario.risks:
+        noticeable = _jitter_int(r, risk.noticeable_from, v.timing_jitter, 0)
+        escalates = max(noticeable + 3, _jitter_int(r, risk.escalates_at, v.timing_jitter, 1))
+        needs = {k: _scale(r, n, v.amount_jitter) for k, n in risk.remediation.needs.items()}
+        remediation = risk.remediation.model_copy(update={"needs": needs})
+        risks.append(risk.model_copy(update={"noticeable_from": noticeable, "escalates_at": escalates,
+                                             "remediation": remediation}))
+    events = [e.model_copy(update={"step": _jitter_int(r, e.step, v.timing_jitter, 1) if e.step else 0})
+              for e in scenario.events]
+    resources = {k: _scale(r, n, v.amount_jitter) for k, n in scenario.resources.items()}
+    return scenario.model_copy(update={"tasks": tasks, "risks": risks, "events": events, "resources": resources})

@@ -1,0 +1,180 @@
+"""The organisation's roles, actions (payload models and the permission table), tasks and reward weights.
+
+Each rule here is written once; the simulation, the agents and the docs read it from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aaos.core.spec import ActionSpec, RewardComponent, TaskSpec
+
+ROLES: tuple[str, ...] = (
+    "product_manager",
+    "engineer",
+    "data_analyst",
+    "risk_compliance",
+    "operations",
+    "oversight",
+)
+RoleName = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations", "oversight"]
+ResourceType = Literal["compute", "budget", "personnel"]
+RESOURCE_TYPES: tuple[str, ...] = ("compute", "budget", "personnel")
+Severity = Literal["low", "medium", "high", "critical"]
+SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
+PRIORITY_WEIGHT: dict[str, float] = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
+AMOUNT_CHOICES: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 40, 50)
+"""The amounts offered as payload choices for request_resource / approve_resource."""
+
+MAX_TEXT = 500
+
+VISIBLE_METRICS: dict[str, tuple[str, ...]] = {
+    "product_manager": ("latency", "uptime"),
+    "engineer": ("latency", "error_rate", "uptime"),
+    "data_analyst": ("error_rate", "data_quality"),
+    "risk_compliance": ("error_rate", "data_quality"),
+    "operations": ("latency", "error_rate", "uptime", "data_quality"),
+    "oversight": ("uptime",),
+}
+"""Which system metrics each role sees (and so which anomalies it can report)."""
+VISIBLE_RESOURCES: dict[str, tuple[str, ...]] = {
+    "product_manager": ("budget", "personnel"),
+    "engineer": ("compute",),
+    "data_analyst": ("compute",),
+    "risk_compliance": (),
+    "operations": RESOURCE_TYPES,
+    "oversight": (),
+}
+"""Which resource pools each role sees; a role that sees none gets "hidden"."""
+SEES_ALL_WORK: tuple[str, ...] = ("product_manager", "operations", "oversight")
+"""Roles that see every known task; the others see tasks they own or are required for."""
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProposePlan(_Payload):
+    plan: str = Field(min_length=1, max_length=MAX_TEXT, description="The plan, in words.")
+
+
+class PlanRef(_Payload):
+    plan_id: str = Field(min_length=1, max_length=100, description="Id of an open plan, e.g. plan_0_product_manager.")
+
+
+class DelegateTask(_Payload):
+    task_id: str = Field(min_length=1, max_length=100, description="Id of a task, e.g. task_frontend.")
+    to: RoleName = Field(description="The role that will own the task.")
+
+
+class ResourceAmount(_Payload):
+    amount: int = Field(gt=0, le=1000, description="Units of the resource.")
+    resource_type: ResourceType
+
+
+class Empty(_Payload):
+    pass
+
+
+class RaiseRiskFlag(_Payload):
+    risk_id: str = Field(min_length=1, max_length=100, description="Id of a detected risk, e.g. risk_scaling.")
+    description: str = Field(default="", max_length=MAX_TEXT)
+
+
+class ReportAnomaly(_Payload):
+    description: str = Field(min_length=1, max_length=MAX_TEXT)
+    severity: Severity
+
+
+class ResolveIncident(_Payload):
+    incident_id: str = Field(min_length=1, max_length=100, description="Id of an open incident.")
+
+
+class AuditAgent(_Payload):
+    target_agent: RoleName
+
+
+class UpdatePolicy(_Payload):
+    policy: str = Field(min_length=1, max_length=MAX_TEXT, description="The policy change, in words.")
+
+
+_ALL = ROLES
+_WORKERS = ("product_manager", "engineer", "data_analyst", "risk_compliance", "operations")
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("propose_plan", ProposePlan, ("product_manager", "engineer", "data_analyst", "operations"),
+               "Propose a plan; it gets the id plan_<step>_<role> and stays open until accepted or rejected."),
+    ActionSpec("accept_plan", PlanRef, _WORKERS, "Accept another role's open plan."),
+    ActionSpec("reject_plan", PlanRef, _WORKERS, "Reject another role's open plan."),
+    ActionSpec("delegate_task", DelegateTask, ("product_manager", "engineer", "operations"),
+               "Hand a task to a role; it starts work next step. The task's required role works fastest and best."),
+    ActionSpec("request_resource", ResourceAmount, ("product_manager", "engineer", "data_analyst", "operations"),
+               "Ask for resources for your own blocked task; operations approves."),
+    ActionSpec("approve_resource", ResourceAmount, ("operations",),
+               "Grant the oldest pending request of that resource type from the pool."),
+    ActionSpec("query_metrics", Empty, _ALL,
+               "Check the metrics you can see; may reveal hidden risks to the roles that can notice them."),
+    ActionSpec("raise_risk_flag", RaiseRiskFlag, ("engineer", "data_analyst", "risk_compliance", "operations"),
+               "Flag a detected risk to the organisation; a remediation task is opened for it."),
+    ActionSpec("report_anomaly", ReportAnomaly, ("engineer", "data_analyst", "operations"),
+               "Report an anomaly shown in your signals."),
+    ActionSpec("resolve_incident", ResolveIncident, ("engineer", "data_analyst", "operations"),
+               "Work on an open incident; each action by one of its resolver roles removes one unit of its effort."),
+    ActionSpec("audit_agent", AuditAgent, ("oversight", "risk_compliance"),
+               "Audit a role: its unaudited violations are caught, halving their penalty."),
+    ActionSpec("update_policy", UpdatePolicy, ("risk_compliance", "oversight"),
+               "Adopt a policy change (the answer to a policy_change event)."),
+    ActionSpec("no_op", Empty, _ALL, "Do nothing."),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OrgTask:
+    """A task of the org environment: the public spec plus how its business score weighs assignment."""
+
+    spec: TaskSpec
+    assignment_weight: float
+    """Share of a work item's business credit earned by handing it to the right role; the rest is completion."""
+    hint: str
+
+
+TASKS: tuple[OrgTask, ...] = (
+    OrgTask(
+        TaskSpec("org_simulation", "Organisation simulation", "easy", 20,
+                 "Plan, delegate every work item to the right role and coordinate across roles.",
+                 "every task of the scenario (including ones that arrive later) is in progress or completed"),
+        assignment_weight=0.7,
+        hint="Propose a plan, get it accepted, and delegate every task to its required role as it arrives.",
+    ),
+    OrgTask(
+        TaskSpec("crisis_management", "Crisis management", "medium", 30,
+                 "Find the hidden risks, resolve incidents and coordinate the crisis response.",
+                 "the scenario's crisis event has happened, every detected risk is mitigated and no incident is open"),
+        assignment_weight=0.4,
+        hint="Query metrics to find hidden risks, flag and remediate them, and resolve every incident fast.",
+    ),
+    OrgTask(
+        TaskSpec("full_episode", "Full episode", "hard", 50,
+                 "Deliver the work, manage risks, resolve incidents and adapt to every injected event.",
+                 "always runs to max_steps"),
+        assignment_weight=0.2,
+        hint="Complete all objectives: collaborate, manage risks, resolve incidents, and adapt to events.",
+    ),
+)
+TASKS_BY_ID: dict[str, OrgTask] = {t.spec.id: t for t in TASKS}
+
+REWARD_COMPONENTS: tuple[RewardComponent, ...] = (
+    RewardComponent("business_success", 0.25,
+                    "Priority-weighted tasks: assigned to the required role, completed, quality, deadlines."),
+    RewardComponent("collaboration", 0.20,
+                    "Right-role hand-offs, plans accepted by others, resource requests answered promptly."),
+    RewardComponent("risk_management", 0.20,
+                    "Risks caught before escalation, incidents resolved fast, compliance, no false flags or reports."),
+    RewardComponent("efficiency", 0.15,
+                    "No wasted or invalid actions, resources granted where needed, healthy service metrics."),
+    RewardComponent("adaptability", 0.20, "Timely, fitting responses to the scenario's injected events."),
+)
+REWARD_WEIGHTS: dict[str, float] = {c.name: c.weight for c in REWARD_COMPONENTS}
