@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from aaos.core.spec import EnvSpec
+from aaos.core.spec import ActionSpec, EnvSpec
 
 Status = Literal["applied", "no_effect", "rejected"]
 RejectReason = Literal["malformed", "forbidden", "unknown_id", "precondition", "done"]
@@ -47,16 +47,24 @@ class ActionResult:
     def valid(self) -> bool:
         return self.status != "rejected"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "action_type": self.action_type,
-            "payload": self.payload,
-            "status": self.status,
-            "valid": self.valid,
-            "reason": self.reason,
-            "message": self.message,
-        }
+    def to_dict(self, step: int | None = None) -> dict[str, Any]:
+        """As data; `step` is the step the action was taken at."""
+        return result_record(step, self.role, self.action_type, self.payload, self.status, self.message, self.reason)
+
+
+def result_record(step: int | None, role: str, action_type: str, payload: dict[str, Any], status: str, message: str,
+                  reason: str | None = None) -> dict[str, Any]:
+    """An action result as data: what observations (last_action_result), step info and the action log show."""
+    return {
+        "step": step,
+        "role": role,
+        "action_type": action_type,
+        "payload": payload,
+        "status": status,
+        "valid": status != "rejected",
+        "reason": reason,
+        "message": message,
+    }
 
 
 @dataclass(slots=True)
@@ -82,44 +90,88 @@ def validation_message(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _json_safe(payload: dict[Any, Any]) -> dict[str, Any]:
+    """The payload as shown back in results and logs: plain values kept, anything else described."""
+    plain = (str, int, float, bool, type(None))
+    return {str(k): v if isinstance(v, plain) else _describe(v) for k, v in list(payload.items())[:20]}
+
+
+def _as_mapping(value: Any) -> dict[str, Any] | None:
+    """A dict view of a mapping or pydantic model; None for anything else."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return None
+
+
+_VALIDATED: dict[tuple[Any, ...], BaseModel] = {}
+VALIDATED_CACHE_SIZE = 4096
+
+
+def validate_payload(model: type[BaseModel], payload: dict[str, Any]) -> BaseModel:
+    """Validate a payload; payload models are frozen, so identical payloads share one validated instance."""
+    try:
+        key = (model, *payload.items())
+        hit = _VALIDATED.get(key)
+    except TypeError:  # an unhashable value: validate without the cache
+        return model.model_validate(payload)
+    if hit is None:
+        hit = model.model_validate(payload)
+        if len(_VALIDATED) >= VALIDATED_CACHE_SIZE:
+            _VALIDATED.clear()
+        _VALIDATED[key] = hit
+    return hit
+
+
 def parse_action(spec: EnvSpec, role: str, raw: Any) -> ParsedAction | ActionResult:
     """Check one role's action against the spec: shape, action type, permission, payload."""
-    if isinstance(raw, BaseModel):
-        raw = raw.model_dump()
-    if not isinstance(raw, Mapping):
-        return ActionResult(role, "", {}, "rejected",
-                            f"an action must be an object like {{\"action_type\": ..., \"payload\": {{...}}}}, "
-                            f"got {_describe(raw)}", "malformed")
+    if type(raw) is not dict:
+        raw = _as_mapping(raw)
+        if raw is None:
+            return ActionResult(role, "", {}, "rejected",
+                                'an action must be an object like {"action_type": ..., "payload": {...}}',
+                                "malformed")
     action_type = raw.get("action_type")
-    payload = raw.get("payload", {})
+    payload = raw.get("payload")
     if payload is None:
         payload = {}
-    shown_payload = dict(payload) if isinstance(payload, Mapping) else {"_raw": _describe(payload)}
-    extra = sorted(str(k) for k in raw if k not in ("action_type", "payload"))
-    if not isinstance(action_type, str):
-        return ActionResult(role, "", shown_payload, "rejected",
-                            f"action_type must be a string naming one of: {', '.join(a.name for a in spec.actions)}",
-                            "malformed")
-    action_spec = spec.action(action_type)
+    elif type(payload) is not dict:
+        payload = _as_mapping(payload) or payload
+    action_spec = spec.action(action_type) if isinstance(action_type, str) else None
+    problem = _problem(spec, role, raw, action_type, action_spec, payload)
+    if problem is None and action_spec is not None:
+        try:
+            return ParsedAction(role, action_type, validate_payload(action_spec.payload, payload))
+        except ValidationError as error:
+            problem = ("malformed", validation_message(error))
+    assert problem is not None
+    shown = _json_safe(payload) if isinstance(payload, dict) else {"_raw": _describe(payload)}
+    name = action_type if isinstance(action_type, str) else ""
+    return ActionResult(role, name, shown, "rejected", problem[1], problem[0])  # type: ignore[arg-type]
+
+
+def _problem(spec: EnvSpec, role: str, raw: dict[str, Any], action_type: Any, action_spec: ActionSpec | None,
+             payload: Any) -> tuple[str, str] | None:
+    """Why an action fails the spec's checks (reason, message), or None if it passes them."""
     if action_spec is None:
-        return ActionResult(role, action_type, shown_payload, "rejected",
-                            f"unknown action_type {_describe(action_type)}; choose one of: "
-                            f"{', '.join(a.name for a in spec.actions)}", "malformed")
-    if extra:
-        return ActionResult(role, action_type, shown_payload, "rejected",
-                            f"unexpected keys {extra}; an action has only 'action_type' and 'payload'", "malformed")
+        names = ", ".join(a.name for a in spec.actions)
+        if not isinstance(action_type, str):
+            return "malformed", f"action_type must be a string naming one of: {names}"
+        return "malformed", f"unknown action_type {_describe(action_type)}; choose one of: {names}"
+    if len(raw) > 2 or (len(raw) == 2 and "payload" not in raw):
+        extra = sorted(str(k) for k in raw if k != "action_type" and k != "payload")
+        return "malformed", f"unexpected keys {extra}; an action has only 'action_type' and 'payload'"
     if role not in action_spec.roles:
-        return ActionResult(role, action_type, shown_payload, "rejected",
-                            f"{role} may not use {action_type}; allowed roles: {', '.join(action_spec.roles)}",
-                            "forbidden")
-    if not isinstance(payload, Mapping):
-        return ActionResult(role, action_type, shown_payload, "rejected",
-                            f"payload must be an object, got {_describe(payload)}", "malformed")
-    try:
-        model = action_spec.payload.model_validate(payload)
-    except ValidationError as error:
-        return ActionResult(role, action_type, shown_payload, "rejected", validation_message(error), "malformed")
-    return ParsedAction(role, action_type, model)
+        return "forbidden", f"{role} may not use {action_type}; allowed roles: {', '.join(action_spec.roles)}"
+    if not isinstance(payload, dict):
+        return "malformed", f"payload must be an object, got {_describe(payload)}"
+    return None
+
+
+def _is_plain_noop(raw: Any, noop: str) -> bool:
+    return (type(raw) is dict and raw.get("action_type") == noop and not raw.get("payload")
+            and len(raw) == 1 + ("payload" in raw))
 
 
 def parse_joint_action(spec: EnvSpec, joint_action: Any) -> ParsedJointAction:
@@ -127,9 +179,9 @@ def parse_joint_action(spec: EnvSpec, joint_action: Any) -> ParsedJointAction:
     parsed = ParsedJointAction()
     if joint_action is None:
         return parsed
-    if isinstance(joint_action, BaseModel):
-        joint_action = joint_action.model_dump()
-    if not isinstance(joint_action, Mapping):
+    if type(joint_action) is not dict:
+        joint_action = _as_mapping(joint_action) or joint_action
+    if not isinstance(joint_action, dict):
         parsed.errors.append(
             f"a joint action must be an object mapping role to action, got {_describe(joint_action)}"
         )
@@ -138,6 +190,8 @@ def parse_joint_action(spec: EnvSpec, joint_action: Any) -> ParsedJointAction:
         if role not in spec.roles:
             parsed.errors.append(f"unknown role {_describe(role)}; roles are: {', '.join(spec.roles)}")
             continue
+        if _is_plain_noop(raw, spec.noop_action):
+            continue  # an explicit no-op is the same as leaving the role out
         result = parse_action(spec, role, raw)
         if isinstance(result, ParsedAction):
             parsed.actions[role] = result

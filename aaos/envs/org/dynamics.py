@@ -23,7 +23,9 @@ MAX_DRIFT_STEPS = 8
 """A noticeable, unmitigated risk's drift accumulates for at most this many steps."""
 WRONG_ROLE_RATE = 0.5
 """Effort per step done by an owner that is not the task's required role (the required role does 1)."""
-WRONG_ROLE_QUALITY = 0.6
+WRONG_ROLE_QUALITY = 0.5
+NON_WORKERS: tuple[str, ...] = ("oversight",)
+"""Roles that audit rather than deliver: a task they own makes no progress."""
 HANDOFF_KEEP = 0.5
 """Share of a task's progress kept when it is taken from one owner and given to another."""
 LATE_RESPONSE_CREDIT = 0.25
@@ -146,6 +148,7 @@ def _approve_resource(world: World, role: str, p: Any) -> Outcome:
     if not oversight.risk_checked(world, role):
         oversight.record(world, role, "approve_without_risk_check", f"approved {p.amount} {kind} for {request.id}")
     if p.amount > world.policy["max_resource_approval"]:
+        world.counters.policy_breaches += 1
         oversight.record(world, role, "policy_violation",
                          f"approved {p.amount} {kind}, above the limit of {world.policy['max_resource_approval']}")
     world.resources[kind] -= p.amount
@@ -293,7 +296,7 @@ def _open_incident(world: World, incident_id: str, definition: Any, source: str)
 
 def _progress_work(world: World) -> None:
     for item in world.work:
-        if item.status != "in_progress" or item.unmet_needs():
+        if item.status != "in_progress" or item.owner in NON_WORKERS or item.unmet_needs():
             continue
         right = item.owner == item.required_role
         item.progress += 1.0 if right else WRONG_ROLE_RATE
@@ -367,26 +370,30 @@ def public_event(world: World, event: Any) -> dict[str, Any]:
 
 def compute_metrics(world: World) -> dict[str, float]:
     """Metrics are derived: baseline + open incidents + drifting risks + unreported anomalies."""
-    m = world.scenario.baseline_metrics.model_dump()
+    m = dict(world.scenario.baseline_metrics.__dict__)
+    step = world.step
     for incident in world.incidents:
-        if incident.open:
+        if incident.resolved_step is None:
             for name, delta in incident.definition.impact.items():
                 m[name] += delta
     for risk in world.risks:
         d = risk.definition
-        if risk.status != "mitigated" and world.step >= d.noticeable_from and d.drift:
-            span = min(world.step - d.noticeable_from + 1, MAX_DRIFT_STEPS)
+        if d.drift and risk.status != "mitigated" and step >= d.noticeable_from:
+            span = min(step - d.noticeable_from + 1, MAX_DRIFT_STEPS)
             for name, delta in d.drift.items():
                 m[name] += delta * span
-    for event in world.events:
-        eid = event.definition.id
-        if world.anomalies.get(eid, "") is None and event.definition.impact:
-            for name, delta in event.definition.impact.items():
-                m[name] += delta
-    m["latency"] = round(max(1.0, m["latency"]), 3)
-    for name in ("error_rate", "uptime", "data_quality"):
-        m[name] = round(min(1.0, max(0.0, m[name])), 4)
-    return m
+    if None in world.anomalies.values():
+        for event in world.events:
+            d = event.definition
+            if d.impact and world.anomalies.get(d.id, "") is None:
+                for name, delta in d.impact.items():
+                    m[name] += delta
+    return {
+        "latency": round(max(1.0, m["latency"]), 3),
+        "error_rate": round(min(1.0, max(0.0, m["error_rate"])), 4),
+        "uptime": round(min(1.0, max(0.0, m["uptime"])), 4),
+        "data_quality": round(min(1.0, max(0.0, m["data_quality"])), 4),
+    }
 
 
 def advance(world: World) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.core.actions import ActionResult, parse_joint_action
+from aaos.core.actions import parse_joint_action, result_record
 from aaos.core.env import Environment, EpisodeDone, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
@@ -103,36 +103,41 @@ class OrgEnv(Environment):
     def done(self) -> bool:
         return self.world.done
 
-    def _act(self, joint_action: JointAction) -> tuple[dict[str, ActionResult], list[str]]:
+    def _act(self, joint_action: JointAction) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Apply each role's action in role order; returns the per-role result records and joint-level errors."""
         world = self.world
+        step = world.step
+        counters = world.counters
         parsed = parse_joint_action(self.spec, joint_action)
-        results: dict[str, ActionResult] = {}
+        records: dict[str, dict[str, Any]] = {}
         for role in ROLES:
-            if role in parsed.rejected:
-                result = parsed.rejected[role]
-                if result.reason == "forbidden":
-                    oversight.record(world, role, "unauthorized_action", result.message)
+            rejected = parsed.rejected.get(role)
+            if rejected is not None:
+                if rejected.reason == "forbidden":
+                    oversight.record(world, role, "unauthorized_action", rejected.message)
+                record = rejected.to_dict(step)
             else:
                 action = parsed.actions.get(role)
                 if action is None:
-                    action_type, payload_model, shown = "no_op", None, {}
+                    action_type, payload = "no_op", None
                 else:
-                    action_type, payload_model, shown = action.action_type, action.payload, action.payload.model_dump()
-                status, message, reason = dynamics.apply_action(world, role, action_type, payload_model)
-                result = ActionResult(role, action_type, shown, status, message, reason)  # type: ignore[arg-type]
-            if result.action_type != "no_op":
-                world.counters.actions += 1
-                world.counters.wasted += result.status != "applied"
-            results[role] = result
-            world.log.append({"step": world.step, **result.to_dict()})
-        return results, parsed.errors
+                    action_type, payload = action.action_type, action.payload
+                status, message, reason = dynamics.apply_action(world, role, action_type, payload)
+                shown = dict(payload.__dict__) if payload is not None else {}  # payload models are flat
+                record = result_record(step, role, action_type, shown, status, message, reason)
+            if record["action_type"] != "no_op":
+                counters.actions += 1
+                counters.wasted += record["status"] != "applied"
+            records[role] = record
+        world.log.extend(records.values())
+        return records, parsed.errors
 
     def step(self, joint_action: JointAction, observe: bool = True) -> StepResult:
         world = self.world
         if world.done:
             raise EpisodeDone("the episode is over; call reset() to start a new one")
         violations_before = len(world.violations)
-        results, errors = self._act(joint_action)
+        self._last_results, errors = self._act(joint_action)
         fired = dynamics.advance(world)
         oversight.ignored_critical_risks(world)
         world.done = is_done(world)
@@ -140,7 +145,6 @@ class OrgEnv(Environment):
         penalty = oversight.total_penalty(world)
         self._score = composite(self._components, REWARD_WEIGHTS, penalty)
         delivery = self._ledger.deliver(world.step, self._score, world.done)
-        self._last_results = {role: r.to_dict() for role, r in results.items()}
         self._observation = None
         info = {
             "score": self._score,

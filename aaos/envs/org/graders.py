@@ -7,6 +7,7 @@ Formulas are documented in the README ("Reward").
 
 from __future__ import annotations
 
+from aaos.envs.org.dynamics import WRONG_ROLE_QUALITY
 from aaos.envs.org.spec import PRIORITY_WEIGHT
 from aaos.envs.org.world import WorkItem, World
 
@@ -17,6 +18,8 @@ WRONG_OWNER_CREDIT = 0.2
 """Assignment credit for a task held by a role other than its required role."""
 PROMPT_ANSWER_STEPS = 2
 INCIDENT_GRACE = 2
+RISK_STAGE_CREDIT: dict[str, float] = {"flagged": 0.6, "detected": 0.3}
+"""Credit of a risk not yet mitigated and not escalated, by how far the organisation has got with it."""
 """A resource request approved within this many steps counts as answered promptly."""
 
 
@@ -45,7 +48,7 @@ def work_credit(item: WorkItem, step: int, assignment_weight: float) -> float:
     if item.status == "completed" and item.completed_step is not None:
         done = item.quality * timeliness(item.completed_step, item.deadline)
     else:
-        share = 1.0 if item.owner == item.required_role else 0.6
+        share = 1.0 if item.owner == item.required_role else WRONG_ROLE_QUALITY
         done = 0.5 * min(1.0, item.progress / item.effort) * share * timeliness(step, item.deadline)
     return assignment_weight * assigned + (1.0 - assignment_weight) * done
 
@@ -79,21 +82,18 @@ def collaboration(world: World) -> float:
 
 
 def _risk_credit(world: World) -> float | None:
-    opportunities = [r for r in world.risks if world.step >= r.definition.noticeable_from]
-    if not opportunities:
-        return None
     total = 0.0
-    for risk in opportunities:
+    count = 0
+    for risk in world.risks:
+        if world.step < risk.definition.noticeable_from:
+            continue
+        count += 1
         escalated = risk.escalated_step is not None
         if risk.status == "mitigated":
             total += 0.4 if escalated else 1.0
-        elif escalated:
-            total += 0.0
-        elif risk.status == "flagged":
-            total += 0.6
-        elif risk.status == "detected":
-            total += 0.3
-    return total / len(opportunities)
+        elif not escalated:
+            total += RISK_STAGE_CREDIT.get(risk.status, 0.0)
+    return total / count if count else None
 
 
 def _incident_credit(world: World) -> float | None:
@@ -112,8 +112,7 @@ def _incident_credit(world: World) -> float | None:
 
 def compliance(world: World) -> float:
     c = world.counters
-    policy_breaches = sum(1 for v in world.violations if v.rule == "policy_violation")
-    return max(0.0, 1.0 - 0.15 * (c.false_flags + c.false_reports) - 0.1 * policy_breaches)
+    return max(0.0, 1.0 - 0.15 * (c.false_flags + c.false_reports) - 0.1 * c.policy_breaches)
 
 
 def risk_management(world: World) -> float:
@@ -142,14 +141,15 @@ def efficiency(world: World) -> float:
 
 def adaptability(world: World) -> float | None:
     """Mean response credit of the events that are due: answered, or past their response window."""
-    due = [
-        e for e in world.events
-        if e.responded_step is not None
-        or (e.fired_step is not None and world.step - e.fired_step > e.definition.respond_within)
-    ]
-    if not due:
-        return None
-    return sum(e.response_credit for e in due) / len(due)
+    total = 0.0
+    due = 0
+    for e in world.events:
+        if e.responded_step is not None or (
+            e.fired_step is not None and world.step - e.fired_step > e.definition.respond_within
+        ):
+            total += e.response_credit
+            due += 1
+    return total / due if due else None
 
 
 def grade(world: World, assignment_weight: float) -> dict[str, float | None]:

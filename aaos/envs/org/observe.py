@@ -6,6 +6,7 @@ arrives. Everything returned is plain JSON-serialisable data.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aaos.envs.org import dynamics, graders
@@ -132,13 +133,41 @@ def _choices(world: World, role: str, name: str) -> Choices | None:
     return {}
 
 
-def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: dict[str, Any] | None) -> dict[str, Any]:
+@dataclass(slots=True)
+class Shared:
+    """The parts of the world every role's view draws on, built once per observation."""
+
+    tasks: list[tuple[WorkItem, dict[str, Any]]]
+    risks: list[tuple[RiskState, dict[str, Any]]]
+    incidents: list[dict[str, Any]]
+    plans: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    policy: dict[str, int]
+    oversight_log: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, world: World) -> Shared:
+        return cls(
+            tasks=[(w, _task_view(w)) for w in world.work if w.status != "upcoming"],
+            risks=[(r, _risk_view(r)) for r in world.risks if r.known and r.status != "mitigated"],
+            incidents=_incident_view(world),
+            plans=[{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
+                   for p in world.plans[-RECENT:]],
+            events=[dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
+            policy=dict(world.policy),
+            oversight_log=[v.to_dict() for v in world.violations[-RECENT:]],
+        )
+
+
+def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: dict[str, Any] | None,
+              shared: Shared | None = None) -> dict[str, Any]:
     """One role's partial observation."""
+    shared = shared or Shared.of(world)
     resources = VISIBLE_RESOURCES[role]
-    view: dict[str, Any] = {
+    return {
         "role": role,
         "step": world.step,
-        "visible_tasks": [_task_view(w) for w in world.work if _sees_task(role, w)],
+        "visible_tasks": [view for item, view in shared.tasks if _sees_task(role, item)],
         "system_metrics": {m: world.metrics[m] for m in VISIBLE_METRICS[role]},
         "signals": signals(world, role),
         "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",
@@ -146,18 +175,16 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
             {"id": r.id, "role": r.role, "resource_type": r.resource_type, "amount": r.amount, "step": r.step}
             for r in world.requests if r.status == "pending" and (role == "operations" or r.role == role)
         ],
-        "risks": "hidden" if role in RISK_BLIND else [_risk_view(r) for r in world.risks if _sees_risk(role, r)],
-        "incidents": _incident_view(world),
-        "plans": [{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
-                  for p in world.plans[-RECENT:]],
-        "policy": dict(world.policy),
-        "recent_events": [dynamics.public_event(world, e) for e in world.events if e.fired_step is not None][-RECENT:],
-        "oversight_log": [v.to_dict() for v in world.violations[-RECENT:]] if role in OVERSIGHT_LOG_ROLES else "hidden",
+        "risks": "hidden" if role in RISK_BLIND else [view for risk, view in shared.risks if _sees_risk(role, risk)],
+        "incidents": shared.incidents,
+        "plans": shared.plans,
+        "policy": shared.policy,
+        "recent_events": shared.events[-RECENT:],
+        "oversight_log": shared.oversight_log if role in OVERSIGHT_LOG_ROLES else "hidden",
         "last_query_step": world.last_query.get(role),
         "legal_actions": legal_actions(world, role, allowed),
         "last_action_result": last_result,
     }
-    return view
 
 
 def hints(world: World, task_hint: str) -> list[str]:
@@ -191,18 +218,19 @@ def observation(
     task_hint: str,
 ) -> dict[str, Any]:
     """The full observation: every role's view plus the organisation-wide facts."""
+    shared = Shared.of(world)
     return {
         "task": world.task,
         "step_count": world.step,
         "max_steps": world.max_steps,
         "scenario_id": world.scenario.id,
         "scenario_title": world.scenario.title,
-        "agent_observations": {r: role_view(world, r, allowed[r], last_results.get(r)) for r in ROLES},
+        "agent_observations": {r: role_view(world, r, allowed[r], last_results.get(r), shared) for r in ROLES},
         "system_metrics": {**world.metrics, "cost": round(world.cost, 2)},
         "resources": dict(world.resources),
-        "active_risks": [_risk_view(r) for r in world.risks if r.known and r.status != "mitigated"],
-        "active_incidents": _incident_view(world),
-        "scenario_events": [dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
+        "active_risks": [view for _, view in shared.risks],
+        "active_incidents": shared.incidents,
+        "scenario_events": shared.events,
         "partial_scores": {k: (round(v, 4) if v is not None else None) for k, v in partial_scores.items()},
         "hints": hints(world, task_hint),
         "degraded": degraded(world),

@@ -30,6 +30,9 @@ Id = Field(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$")
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def __deepcopy__(self, memo: dict[int, object] | None = None) -> _Model:
+        return self  # frozen and never mutated: copies of a world share their scenario data
+
 
 class Metrics(_Model):
     latency: float = Field(gt=0, description="Response time in ms.")
@@ -178,14 +181,15 @@ def load_scenario_file(path: str | Path) -> Scenario:
 
 @lru_cache(maxsize=1)
 def builtin_scenarios() -> dict[str, Scenario]:
-    """The scenarios shipped in scenarios/org, by id, in file-name order."""
-    scenarios: dict[str, Scenario] = {}
+    """The scenarios shipped in scenarios/org, by id: train ones first, then holdout, each by id."""
+    scenarios: list[Scenario] = []
     for path in sorted(SCENARIO_DIR.glob("*.json")):
         scenario = load_scenario_file(path)
         if scenario.id != path.stem:
             raise ScenarioError(f"{path}: id: must equal the file name {path.stem!r}, got {scenario.id!r}")
-        scenarios[scenario.id] = scenario
-    return scenarios
+        scenarios.append(scenario)
+    scenarios.sort(key=lambda s: (s.split != "train", s.id))
+    return {s.id: s for s in scenarios}
 
 
 def resolve_scenario(name: str) -> Scenario:

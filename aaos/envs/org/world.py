@@ -18,8 +18,9 @@ class WorkItem:
     """A task: from the scenario, or opened to remediate a flagged risk (then `risk_id` names the risk).
 
     status: "upcoming" (not yet arrived, known to nobody), "pending", "in_progress" or "completed".
-    progress: units of effort done; the owner adds 1 per step if it is the required role, else 0.5,
-    while no resource need is unmet. quality is set at completion (1.0 by the required role, else 0.6).
+    progress: units of effort done; while no resource need is unmet the owner adds 1 per step if it is the
+    required role, 0.5 if it is another worker, nothing if it is oversight. quality is set at completion
+    (1.0 by the required role, else 0.5).
     """
 
     id: str
@@ -157,6 +158,7 @@ class Counters:
     right_delegations: int = 0
     granted_total: int = 0
     granted_used: int = 0
+    policy_breaches: int = 0
 
 
 @dataclass(slots=True)

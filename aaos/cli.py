@@ -1,0 +1,100 @@
+"""The `aaos` command line: list tasks and scenarios, validate scenario files, play an episode."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import aaos
+from aaos.envs.org.scenario import SCENARIO_DIR, ScenarioError, load_scenario_file
+
+
+def _list(args: argparse.Namespace) -> int:
+    print("tasks:")
+    for task in aaos.list_tasks(args.env):
+        print(f"  {task['id']:<18} {task['difficulty']:<6} max_steps={task['max_steps']:<3} {task['description']}")
+    print("scenarios:")
+    for scenario in aaos.list_scenarios(env=args.env):
+        print(f"  {scenario['id']:<26} {scenario['split']:<7} {scenario['title']}")
+    print("policies: " + ", ".join(aaos.policies.names()))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    paths = args.files or sorted(str(p) for p in SCENARIO_DIR.glob("*.json"))
+    failed = 0
+    for path in paths:
+        try:
+            scenario = load_scenario_file(path)
+        except ScenarioError as error:
+            failed += 1
+            print(f"FAIL {error}")
+            continue
+        print(f"ok   {path} ({scenario.id}, {scenario.split}, {len(scenario.tasks)} tasks, "
+              f"{len(scenario.risks)} risks, {len(scenario.events)} events)")
+    return 1 if failed else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    env = aaos.make(args.task, scenario=args.scenario, seed=args.seed, env=args.env)
+    policy = aaos.policies.make(args.policy, seed=args.seed, env=args.env)
+    observation = env.reset()
+    rewards = []
+    while True:
+        result = env.step(policy.act(observation))
+        observation = result.observation
+        rewards.append(result.reward)
+        if not args.quiet:
+            applied = sum(1 for r in result.info["action_results"].values() if r["status"] == "applied")
+            print(f"step {result.info['step']:>2}  reward {result.reward:.3f}  score {result.info['score']:.3f}  "
+                  f"applied {applied}/6  oversight {len(result.info['oversight_events'])}")
+        if result.done:
+            break
+    summary = {
+        "task": args.task, "scenario": args.scenario, "seed": args.seed, "policy": args.policy,
+        "steps": result.info["step"], "score": round(result.info["score"], 4),
+        "components": {k: (round(v, 4) if v is not None else None)
+                       for k, v in result.info["reward_breakdown"]["components"].items()},
+        "penalty": round(result.info["reward_breakdown"]["penalty"], 4),
+        "return": round(sum(rewards), 4),
+    }
+    print(json.dumps(summary, indent=None if args.quiet else 2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aaos", description="AAOS: the Autonomous AI Organization Simulator")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list tasks, scenarios and policies")
+    p.add_argument("--env", default="org")
+    p.set_defaults(func=_list)
+
+    p = sub.add_parser("validate", help="validate scenario files (default: the built-in ones)")
+    p.add_argument("files", nargs="*", help="scenario JSON files")
+    p.set_defaults(func=_validate)
+
+    p = sub.add_parser("run", help="play one episode with a policy and print the score")
+    p.add_argument("--env", default="org")
+    p.add_argument("--task", default="full_episode")
+    p.add_argument("--scenario", default="product_launch_failure", help="scenario id or path to a .json file")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", default="heuristic", choices=aaos.policies.names())
+    p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.set_defaults(func=_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as error:
+        print(f"aaos: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
