@@ -1,0 +1,1 @@
+"""The HTTP/WebSocket API (OpenEnv-compatible)."""
