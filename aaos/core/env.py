@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from aaos.core.actions import parse_joint_action
 from aaos.core.spec import EnvSpec
 
 Observation = dict[str, Any]
@@ -63,6 +64,13 @@ class Environment(ABC):
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
         """Action types `role` may take now without rejection; each payload field maps to its list of
         valid choices, or to "text" for free text."""
+
+    def check(self, joint_action: JointAction) -> list[str]:
+        """What makes a joint action invalid as input (shape, action type, permission, payload), one message
+        per problem naming the role and field; empty if step() would accept every action's form. Changes
+        nothing. Environments extend it with checks of the ids a payload refers to."""
+        parsed = parse_joint_action(self.spec, joint_action)
+        return [*parsed.errors, *(f"{role}: {r.message}" for role, r in parsed.rejected.items())]
 
     def clone(self) -> Environment:
         """An independent copy in the same state (for lookahead and reward functions)."""

@@ -60,6 +60,31 @@ def respond_to_event(world: World, kind: str, credit: float = 1.0, event_id: str
     return False
 
 
+REFERENCES: dict[str, tuple[str, Callable[[World, str], object | None]]] = {
+    "accept_plan": ("plan_id", World.plan),
+    "reject_plan": ("plan_id", World.plan),
+    "delegate_task": ("task_id", World.known_work_item),
+    "raise_risk_flag": ("risk_id", World.known_risk),
+    "resolve_incident": ("incident_id", World.incident),
+}
+"""The payload field of each action that names something in the world, and how it is looked up."""
+_NOUNS = {"plan_id": "plan", "task_id": "task", "risk_id": "detected risk", "incident_id": "incident"}
+
+
+def unknown_message(field: str, value: str) -> str:
+    return f"payload.{field}: no {_NOUNS[field]} with id {value!r}"
+
+
+def unknown_reference(world: World, action_type: str, payload: BaseModel) -> str | None:
+    """The message for a payload id that names nothing the organisation knows of, else None."""
+    reference = REFERENCES.get(action_type)
+    if reference is None:
+        return None
+    field, lookup = reference
+    value = getattr(payload, field)
+    return None if lookup(world, value) is not None else unknown_message(field, value)
+
+
 def _propose_plan(world: World, role: str, p: Any) -> Outcome:
     for plan in world.plans:
         if plan.role == role and plan.status == "open":
@@ -81,9 +106,9 @@ def _shock_addressed(world: World, text: str) -> str | None:
 
 
 def _decide_plan(world: World, role: str, plan_id: str, verdict: str) -> Outcome:
-    plan = next((pl for pl in world.plans if pl.id == plan_id), None)
+    plan = world.plan(plan_id)
     if plan is None:
-        return _rejected("unknown_id", f"no plan with id {plan_id!r}")
+        return _rejected("unknown_id", unknown_message("plan_id", plan_id))
     if plan.role == role:
         return _rejected("precondition", f"{plan_id} is your own plan; another role must decide it")
     if plan.status != "open":
@@ -104,9 +129,9 @@ def _reject_plan(world: World, role: str, p: Any) -> Outcome:
 
 
 def _delegate_task(world: World, role: str, p: Any) -> Outcome:
-    item = world.work_item(p.task_id)
-    if item is None or item.status == "upcoming":
-        return _rejected("unknown_id", f"no task with id {p.task_id!r}")
+    item = world.known_work_item(p.task_id)
+    if item is None:
+        return _rejected("unknown_id", unknown_message("task_id", p.task_id))
     if item.status == "completed":
         return _rejected("precondition", f"{item.id} is already completed")
     if item.owner == p.to:
@@ -190,10 +215,10 @@ def remediation_id(risk_id: str) -> str:
 
 
 def _raise_risk_flag(world: World, role: str, p: Any) -> Outcome:
-    risk = world.risk(p.risk_id)
-    if risk is None or not risk.known:
+    risk = world.known_risk(p.risk_id)
+    if risk is None:
         world.counters.false_flags += 1
-        return _rejected("unknown_id", f"no detected risk with id {p.risk_id!r} (counted as a false flag)")
+        return _rejected("unknown_id", unknown_message("risk_id", p.risk_id) + " (counted as a false flag)")
     if risk.flagged_step is not None or risk.status == "mitigated":
         return _no_effect(f"{risk.id} is already flagged")
     risk.status = "flagged"
@@ -222,7 +247,7 @@ def _report_anomaly(world: World, role: str, p: Any) -> Outcome:
 def _resolve_incident(world: World, role: str, p: Any) -> Outcome:
     incident = world.incident(p.incident_id)
     if incident is None:
-        return _rejected("unknown_id", f"no incident with id {p.incident_id!r}")
+        return _rejected("unknown_id", unknown_message("incident_id", p.incident_id))
     if not incident.open:
         return _no_effect(f"{incident.id} is already resolved")
     if role not in incident.definition.resolver_roles:

@@ -164,6 +164,14 @@ class OrgEnv(Environment):
         }
         return StepResult(self.observation() if observe else None, delivery.reward, world.done, info)
 
+    def check(self, joint_action: JointAction) -> list[str]:
+        problems = super().check(joint_action)
+        for role, action in parse_joint_action(self.spec, joint_action).actions.items():
+            message = dynamics.unknown_reference(self.world, action.action_type, action.payload)
+            if message is not None:
+                problems.append(f"{role}: {message}")
+        return problems
+
     def state(self) -> dict[str, Any]:
         data = self.world.to_dict()
         data["score"] = self._score

@@ -189,16 +189,28 @@ class World:
     counters: Counters = field(default_factory=Counters)
     done: bool = False
 
-    def work_item(self, item_id: str) -> WorkItem | None:
+    def known_work_item(self, item_id: str) -> WorkItem | None:
+        """A task that has arrived (an upcoming one is unknown to everyone)."""
         for item in self.work:
             if item.id == item_id:
-                return item
+                return item if item.status != "upcoming" else None
         return None
 
     def risk(self, risk_id: str) -> RiskState | None:
         for risk in self.risks:
             if risk.id == risk_id:
                 return risk
+        return None
+
+    def known_risk(self, risk_id: str) -> RiskState | None:
+        """A risk the organisation knows of (detected or escalated); a hidden one is unknown."""
+        risk = self.risk(risk_id)
+        return risk if risk is not None and risk.known else None
+
+    def plan(self, plan_id: str) -> Plan | None:
+        for plan in self.plans:
+            if plan.id == plan_id:
+                return plan
         return None
 
     def incident(self, incident_id: str) -> Incident | None:
