@@ -1,0 +1,336 @@
+"""Language-model agents over any OpenAI-compatible chat-completions endpoint.
+
+Per-role mode asks one chat per role, each seeing only its own view, the six calls of a step
+concurrently; joint mode asks one chat for all roles. Every answer is parsed and validated against
+the spec and the role's legal actions; an invalid answer gets one repair turn quoting the error. A
+role whose answer is still invalid falls to the next tier: the secondary model if configured, then
+the heuristic champion. Each tier's use is counted.
+
+The API token is held only in the config object: it is excluded from its repr, never logged and never
+written to results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import openai
+
+from aaos.agents.base import Action, Policy
+from aaos.agents.heuristic import OrgChampion
+from aaos.agents.prompts import action_schema, joint_messages, joint_schema, repair_message, role_messages
+from aaos.core.actions import ParsedAction, parse_action
+from aaos.core.env import JointAction, Observation
+from aaos.core.spec import EnvSpec
+
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+Mode = Literal["per_role", "joint"]
+RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+TIERS = ("primary", "secondary", "champion")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach one model.
+
+    response_format: "json_schema" (OpenAI structured outputs), "json_object" (JSON mode with a schema,
+    as llama.cpp's server supports it) or "none" (prompt only).
+    """
+
+    model: str
+    base_url: str
+    api_key: str = field(default="", repr=False)
+    mode: Mode = "per_role"
+    response_format: ResponseFormat = "json_schema"
+    temperature: float = 0.0
+    max_tokens: int = 200
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    backoff_s: float = 0.5
+    seed: int | None = 0
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> LLMConfig | None:
+        """From API_BASE_URL, MODEL_NAME and HF_TOKEN; None when no model is configured."""
+        model = os.environ.get("MODEL_NAME", "").strip()
+        if not model:
+            return None
+        base_url = os.environ.get("API_BASE_URL", "https://router.huggingface.co/v1").strip()
+        return cls(model=model, base_url=base_url, api_key=os.environ.get("HF_TOKEN", ""), **overrides)
+
+
+@dataclass
+class CallStats:
+    """Running accounting of a policy's model calls and of which tier decided each role's action."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    http_retries: int = 0
+    repairs: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        decided = sum(self.decisions.values())
+        return {
+            "calls": self.calls,
+            "failed_calls": self.failed_calls,
+            "http_retries": self.http_retries,
+            "repairs": self.repairs,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": round(self.latency_s, 4),
+            "mean_latency_s": round(self.latency_s / self.calls, 4) if self.calls else None,
+            "decisions": dict(self.decisions),
+            "fallback_rate": round(1 - self.decisions["primary"] / decided, 4) if decided else 0.0,
+        }
+
+
+class InvalidAnswer(ValueError):
+    """A model's answer that is not a valid, legal action; the message says why."""
+
+
+def validate_answer(spec: EnvSpec, role: str, data: Any, legal: dict[str, dict[str, Any]]) -> Action:
+    """A model's decoded answer as an action, or InvalidAnswer saying what is wrong with it."""
+    parsed = parse_action(spec, role, data)
+    if not isinstance(parsed, ParsedAction):
+        raise InvalidAnswer(parsed.message)
+    if parsed.action_type not in legal:
+        raise InvalidAnswer(f"{parsed.action_type} is not legal now; legal: {', '.join(legal)}")
+    payload = dict(parsed.payload.__dict__)
+    for name, options in legal[parsed.action_type].items():
+        if isinstance(options, list) and payload.get(name) not in options:
+            raise InvalidAnswer(f"payload.{name} must be one of {options}, got {payload.get(name)!r}")
+    return {"action_type": parsed.action_type, "payload": payload}
+
+
+def decode(content: str | None) -> Any:
+    """The JSON object in a model's reply (tolerating a code fence around it)."""
+    text = (content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidAnswer(f"not valid JSON ({error.msg} at character {error.pos})") from error
+
+
+class _LoopThread:
+    """A private event loop in a daemon thread, so sync callers can run async model calls."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="aaos-llm-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+class _Tier:
+    """One model endpoint with its own client."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self._client: openai.AsyncOpenAI | None = None
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:  # created lazily, inside the event loop that uses it
+            self._client = openai.AsyncOpenAI(api_key=self.config.api_key or "none", base_url=self.config.base_url,
+                                              timeout=self.config.timeout_s, max_retries=0)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if self.config.response_format == "json_schema":
+            return {"type": "json_schema", "json_schema": {"name": "action", "schema": schema, "strict": False}}
+        if self.config.response_format == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return None
+
+
+class LLMPolicy(Policy):
+    """A model (with an optional secondary model) acting for every role; the champion catches what fails."""
+
+    name = "llm"
+
+    def __init__(self, spec: EnvSpec, primary: LLMConfig, secondary: LLMConfig | None = None,
+                 call_limit: asyncio.Semaphore | None = None) -> None:
+        self.spec = spec
+        self.mode = primary.mode
+        self.tiers = [_Tier(primary)] + ([_Tier(secondary)] if secondary is not None else [])
+        self.champion = OrgChampion()
+        self.stats = CallStats()
+        self.call_limit = call_limit
+        self._loop: _LoopThread | None = None
+
+    def __repr__(self) -> str:
+        return f"LLMPolicy(model={self.tiers[0].config.model!r}, mode={self.mode!r})"
+
+    def _run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        if self._loop is None:
+            self._loop = _LoopThread()
+        return self._loop.run(coroutine)
+
+    def act(self, observation: Observation) -> JointAction:
+        return self._run(self.act_async(observation))
+
+    def act_role(self, role: str, view: dict[str, Any]) -> Action:
+        return self._run(self._decide_role(role, view))
+
+    async def act_async(self, observation: Observation) -> JointAction:
+        views = observation["agent_observations"]
+        if self.mode == "joint":
+            return await self._joint(observation)
+        decided = await asyncio.gather(*(self._decide_role(role, view) for role, view in views.items()))
+        return dict(zip(views, decided, strict=True))
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.run(self.aclose())
+            self._loop.close()
+            self._loop = None
+
+    async def aclose(self) -> None:
+        for tier in self.tiers:
+            await tier.aclose()
+
+    async def _complete(self, tier: _Tier, messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+        """One chat completion with retries and backoff on 429, 5xx, timeouts and connection errors."""
+        request: dict[str, Any] = {"model": tier.config.model, "messages": messages,
+                                   "temperature": tier.config.temperature, "max_tokens": tier.config.max_tokens}
+        if tier.config.seed is not None:
+            request["seed"] = tier.config.seed
+        response_format = tier.response_format(schema)
+        if response_format is not None:
+            request["response_format"] = response_format
+        for attempt in range(tier.config.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                if self.call_limit is None:
+                    response = await tier.client.chat.completions.create(**request)
+                else:
+                    async with self.call_limit:
+                        response = await tier.client.chat.completions.create(**request)
+            except RETRYABLE:
+                self.stats.calls += 1
+                self.stats.latency_s += time.perf_counter() - started
+                if attempt == tier.config.max_retries:
+                    self.stats.failed_calls += 1
+                    raise
+                self.stats.http_retries += 1
+                await asyncio.sleep(tier.config.backoff_s * 2**attempt)
+                continue
+            except openai.APIError:
+                self.stats.calls += 1
+                self.stats.failed_calls += 1
+                self.stats.latency_s += time.perf_counter() - started
+                raise
+            self.stats.calls += 1
+            self.stats.latency_s += time.perf_counter() - started
+            usage = getattr(response, "usage", None)
+            if usage is not None:
+                self.stats.prompt_tokens += usage.prompt_tokens or 0
+                self.stats.completion_tokens += usage.completion_tokens or 0
+            choices = getattr(response, "choices", None) or []
+            return (choices[0].message.content if choices else None) or ""
+        raise AssertionError("unreachable")
+
+    async def _ask_role(self, tier: _Tier, role: str, view: dict[str, Any]) -> Action:
+        """One tier's answer for one role, with one repair turn; raises if it stays invalid."""
+        legal = view["legal_actions"]
+        messages = role_messages(role, view, self.spec)
+        schema = action_schema(legal)
+        reply = await self._complete(tier, messages, schema)
+        try:
+            return validate_answer(self.spec, role, decode(reply), legal)
+        except InvalidAnswer as error:
+            self.stats.repairs += 1
+            messages = [*messages, {"role": "assistant", "content": reply[:2000]}, repair_message(str(error))]
+        return validate_answer(self.spec, role, decode(await self._complete(tier, messages, schema)), legal)
+
+    async def _decide_role(self, role: str, view: dict[str, Any]) -> Action:
+        for tier_name, tier in zip(TIERS, self.tiers, strict=False):
+            try:
+                action = await self._ask_role(tier, role, view)
+            except (InvalidAnswer, openai.APIError):
+                continue
+            self.stats.decisions[tier_name] += 1
+            return action
+        self.stats.decisions["champion"] += 1
+        return self.champion.act_role(role, view)
+
+    async def _joint(self, observation: Observation) -> JointAction:
+        views = observation["agent_observations"]
+        legal = {role: view["legal_actions"] for role, view in views.items()}
+        undecided = dict(views)
+        decided: JointAction = {}
+        for tier_name, tier in zip(TIERS, self.tiers, strict=False):
+            messages = joint_messages(observation, self.spec)
+            try:
+                answer = await self._joint_answer(tier, messages, legal)
+            except (InvalidAnswer, openai.APIError):
+                continue
+            for role in list(undecided):
+                action = answer.get(role)
+                if action is not None:
+                    decided[role] = action
+                    self.stats.decisions[tier_name] += 1
+                    del undecided[role]
+            if not undecided:
+                break
+        for role, view in undecided.items():
+            decided[role] = self.champion.act_role(role, view)
+            self.stats.decisions["champion"] += 1
+        return {role: decided[role] for role in views}
+
+    async def _joint_answer(self, tier: _Tier, messages: list[dict[str, str]],
+                            legal: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Action]:
+        """The valid per-role actions of one tier's joint answer, after one repair turn for the rest."""
+        schema = joint_schema(legal)
+        reply = await self._complete(tier, messages, schema)
+        valid, errors = self._joint_valid(decode_or_empty(reply), legal)
+        if errors:
+            self.stats.repairs += 1
+            retry = [*messages, {"role": "assistant", "content": reply[:4000]}, repair_message("; ".join(errors))]
+            fixed, _ = self._joint_valid(decode_or_empty(await self._complete(tier, retry, schema)), legal)
+            valid.update({role: action for role, action in fixed.items() if role not in valid})
+        return valid
+
+    def _joint_valid(self, data: Any,
+                     legal: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Action], list[str]]:
+        valid: dict[str, Action] = {}
+        errors: list[str] = []
+        if not isinstance(data, dict):
+            return valid, ["the answer must be a JSON object mapping each role to its action"]
+        for role, role_legal in legal.items():
+            try:
+                valid[role] = validate_answer(self.spec, role, data.get(role), role_legal)
+            except InvalidAnswer as error:
+                errors.append(f"{role}: {error}")
+        return valid, errors
+
+
+def decode_or_empty(content: str | None) -> Any:
+    try:
+        return decode(content)
+    except InvalidAnswer:
+        return None

@@ -1,0 +1,1 @@
+"""The benchmark: episode runner, statistics, leaderboard and promotion gate."""

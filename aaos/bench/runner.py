@@ -1,0 +1,168 @@
+"""Run policies x tasks x scenarios x seeds, one JSONL record per episode written as it finishes.
+
+Episodes run as asyncio tasks under a bounded concurrency; model calls across all episodes share one
+limit. A re-run with the same output file skips the episodes already recorded, so an interrupted run
+resumes without losing or repeating anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aaos
+from aaos.agents.base import Policy
+from aaos.bench.policies import PolicySpec, build_policy
+from aaos.bench.stats import HARD_SEVERITIES, SUCCESS_THRESHOLD
+from aaos.core.seeding import seed_split, split_seeds
+from aaos.core.spec import Split
+
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One episode to run."""
+
+    policy: str
+    env: str
+    task: str
+    scenario: str
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.policy}|{self.env}|{self.task}|{self.scenario}|{self.seed}"
+
+
+def plan_jobs(policies: Iterable[str], tasks: Iterable[str], scenarios: Iterable[str], episodes: int,
+              splits: Iterable[Split] = ("train", "holdout"), env: str = "org") -> list[Job]:
+    """Every policy on every task and scenario, with `episodes` seeds of each split; holdout-only scenarios
+    get holdout seeds only, train scenarios get seeds of both splits asked for."""
+    scenario_split = {s["id"]: s["split"] for s in aaos.list_scenarios(env=env)}
+    tasks, scenarios, splits = list(tasks), list(scenarios), list(splits)
+    jobs = []
+    for policy in policies:
+        for task in tasks:
+            for scenario in scenarios:
+                for split in splits:
+                    if scenario_split.get(scenario) == "holdout" and split == "train":
+                        continue
+                    jobs.extend(Job(policy, env, task, scenario, seed) for seed in split_seeds(split, episodes))
+    return jobs
+
+
+def episode_split(job: Job) -> Split:
+    """An episode is holdout if its scenario or its seed is."""
+    scenario_split = {s["id"]: s["split"] for s in aaos.list_scenarios(env=job.env)}
+    return "holdout" if scenario_split.get(job.scenario) == "holdout" or seed_split(job.seed) == "holdout" else "train"
+
+
+async def run_episode(job: Job, policy: Policy) -> dict[str, Any]:
+    """Play one episode; the record holds the score, its breakdown, validity counts and model accounting."""
+    started = time.perf_counter()
+    env = aaos.make(job.task, scenario=job.scenario, seed=job.seed, env=job.env)
+    policy.reset(job.seed)
+    observation = env.reset()
+    policy.bind(env)
+    rewards: list[float] = []
+    actions = invalid = hard = 0
+    while True:
+        joint = await policy.act_async(observation)
+        result = env.step(joint)
+        observation = result.observation
+        rewards.append(result.reward)
+        for outcome in result.info["action_results"].values():
+            if outcome["action_type"] != "no_op":
+                actions += 1
+                invalid += outcome["status"] == "rejected"
+        hard += sum(e["severity"] in HARD_SEVERITIES for e in result.info["oversight_events"])
+        if result.done:
+            break
+    breakdown = result.info["reward_breakdown"]
+    stats = getattr(policy, "stats", None)
+    return {
+        "version": RECORD_VERSION,
+        **asdict(job),
+        "split": episode_split(job),
+        "score": result.info["score"],
+        "success": result.info["score"] >= SUCCESS_THRESHOLD,
+        "steps": result.info["step"],
+        "return": sum(rewards),
+        "components": breakdown["components"],
+        "penalty": breakdown["penalty"],
+        "actions": actions,
+        "invalid_actions": invalid,
+        "hard_violations": hard,
+        "llm": stats.to_dict() if stats is not None else None,
+        "wall_s": time.perf_counter() - started,
+        "error": None,
+    }
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records in a JSONL file; a line cut short by a crash is skipped."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
+                   progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run the jobs not yet in `out`, at most `concurrency` episodes and model calls at once; returns all
+    records of these jobs (earlier ones included)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = {_key(r): r for r in read_records(out) if r.get("error") is None}
+    pending = [job for job in jobs if job.key not in done]
+    episodes = asyncio.Semaphore(concurrency)
+    calls = asyncio.Semaphore(concurrency)
+    finished = len(jobs) - len(pending)
+
+    async def one(job: Job) -> None:
+        nonlocal finished
+        async with episodes:
+            policy = build_policy(specs[job.policy], job.env, job.seed, calls)
+            try:
+                record = await run_episode(job, policy)
+            except Exception as error:  # an episode's failure is recorded, never fatal to the run
+                record = {"version": RECORD_VERSION, **asdict(job), "split": episode_split(job),
+                          "error": f"{type(error).__name__}: {error}"}
+            finally:
+                await policy.aclose()
+            _append(out, record)
+            done[job.key] = record
+            finished += 1
+            if progress is not None:
+                progress(finished, len(jobs), record)
+
+    await asyncio.gather(*(one(job) for job in pending))
+    return [done[job.key] for job in jobs if job.key in done]
+
+
+def _key(record: dict[str, Any]) -> str:
+    return f"{record['policy']}|{record['env']}|{record['task']}|{record['scenario']}|{record['seed']}"
+
+
+def run(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
+        progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Synchronous entry to run_jobs."""
+    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress))

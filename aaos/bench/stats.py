@@ -1,0 +1,86 @@
+"""Statistics over episode records: bootstrap confidence intervals, success and pass^k, summaries."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from math import comb
+from typing import Any
+
+from aaos.core.seeding import rng
+
+SUCCESS_THRESHOLD = 0.7
+"""An episode with score at least this counts as a success."""
+BOOTSTRAP_SAMPLES = 2000
+HARD_SEVERITIES = ("high", "critical")
+"""Oversight events of these severities are the hard violations the promotion gate watches."""
+
+
+def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (seeded, so the same values give the same interval)."""
+    if not values:
+        return (float("nan"), float("nan"))
+    if len(values) == 1:
+        return (values[0], values[0])
+    draw = rng("bootstrap", seed, len(values))
+    n = len(values)
+    means = sorted(sum(values[draw.randrange(n)] for _ in range(n)) / n for _ in range(samples))
+    tail = (1 - level) / 2
+    low = means[int(tail * (samples - 1))]
+    high = means[int((1 - tail) * (samples - 1))]
+    return (low, high)
+
+
+def pass_hat_k(successes: int, trials: int, k: int) -> float | None:
+    """pass^k: the chance that k trials drawn without replacement from these all succeed (tau-bench)."""
+    if trials < k:
+        return None
+    return comb(successes, k) / comb(trials, k)
+
+
+def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, Any]]:
+    """One row per (policy, split): mean with 95 % CI, success rate, pass^k, component means, rates."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record.get("error") is None:
+            groups[(record["policy"], record["split"])].append(record)
+    rows = []
+    for (policy, split), group in sorted(groups.items()):
+        scores = [r["score"] for r in group]
+        low, high = bootstrap_ci(scores)
+        by_case: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+        for r in group:
+            by_case[(r["env"], r["task"], r["scenario"])].append(r["score"] >= SUCCESS_THRESHOLD)
+        pass_k = [pass_hat_k(sum(v), len(v), k) for v in by_case.values()]
+        pass_k = [p for p in pass_k if p is not None]
+        components = sorted({name for r in group for name in r["components"]})
+        actions = sum(r["actions"] for r in group)
+        decisions = sum(sum(r["llm"]["decisions"].values()) for r in group if r.get("llm"))
+        fallbacks = sum(r["llm"]["decisions"]["champion"] + r["llm"]["decisions"]["secondary"]
+                        for r in group if r.get("llm"))
+        rows.append({
+            "policy": policy,
+            "split": split,
+            "episodes": len(group),
+            "mean_score": statistics.mean(scores),
+            "ci_low": low,
+            "ci_high": high,
+            "success_rate": sum(s >= SUCCESS_THRESHOLD for s in scores) / len(scores),
+            f"pass^{k}": statistics.mean(pass_k) if pass_k else None,
+            **{f"mean_{c}": statistics.mean(r["components"][c] or 0.0 for r in group) for c in components},
+            "invalid_action_rate": sum(r["invalid_actions"] for r in group) / actions if actions else 0.0,
+            "hard_violations_per_episode": statistics.mean(r["hard_violations"] for r in group),
+            "fallback_rate": fallbacks / decisions if decisions else 0.0,
+            "tokens": sum((r.get("llm") or {}).get("prompt_tokens", 0) + (r.get("llm") or {}).get(
+                "completion_tokens", 0) for r in group),
+            "mean_call_latency_s": _mean_latency(group),
+            "mean_episode_s": statistics.mean(r["wall_s"] for r in group),
+        })
+    return rows
+
+
+def _mean_latency(group: list[dict[str, Any]]) -> float | None:
+    calls = sum(r["llm"]["calls"] for r in group if r.get("llm"))
+    return sum(r["llm"]["latency_s"] for r in group if r.get("llm")) / calls if calls else None

@@ -1,0 +1,116 @@
+"""A FAULT-INJECTING FAKE of an OpenAI-compatible chat-completions endpoint, on loopback.
+
+Not a model: it exists to test how agents survive timeouts, 429s, 5xx, non-JSON and wrong-schema replies,
+and to time the benchmark's concurrency against a fixed latency. In "ok" mode it answers with the first
+option of the JSON schema the request carries (so the answer is valid and deterministic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+MODES = ("ok", "timeout", "rate_limit", "server_error", "not_json", "wrong_schema", "empty")
+
+
+def first_instance(schema: dict[str, Any]) -> Any:
+    """The simplest value a schema admits: first anyOf option, const, first enum value, or a short text."""
+    if "anyOf" in schema:
+        return first_instance(schema["anyOf"][0])
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "object":
+        return {name: first_instance(sub) for name, sub in schema.get("properties", {}).items()}
+    if schema.get("type") == "string":
+        return "fake answer"
+    return None
+
+
+@dataclass
+class Script:
+    """What the fake does: `modes` are used one per request in turn, the last one repeating."""
+
+    modes: list[str] = field(default_factory=lambda: ["ok"])
+    latency_s: float = 0.0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    def next_mode(self) -> str:
+        index = min(len(self.requests) - 1, len(self.modes) - 1)
+        return self.modes[index]
+
+
+def _completion(content: str) -> dict[str, Any]:
+    return {
+        "id": "fake", "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def build_app(script: Script) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def complete(request: Request) -> Any:
+        body = await request.json()
+        script.requests.append(body)
+        script.headers.append(dict(request.headers))
+        mode = script.next_mode()
+        if script.latency_s:
+            await asyncio.sleep(script.latency_s)
+        if mode == "timeout":
+            await asyncio.sleep(30)
+        if mode == "rate_limit":
+            return JSONResponse({"error": {"message": "rate limited", "type": "rate_limit"}}, status_code=429)
+        if mode == "server_error":
+            return JSONResponse({"error": {"message": "boom", "type": "server_error"}}, status_code=500)
+        if mode == "not_json":
+            return JSONResponse(_completion("Sure! I think the engineer should query metrics."))
+        if mode == "wrong_schema":
+            return JSONResponse(_completion(json.dumps({"action": "fly", "params": [1, 2]})))
+        if mode == "empty":
+            return PlainTextResponse("", status_code=200)
+        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema") or (
+            body.get("response_format") or {}).get("schema") or {}
+        return JSONResponse(_completion(json.dumps(first_instance(schema))))
+
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serve(script: Script) -> Iterator[str]:
+    """Run the fake on 127.0.0.1 for the duration of the block; yields its base URL (…/v1)."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(build_app(script), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the fake endpoint did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
