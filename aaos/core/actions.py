@@ -6,6 +6,7 @@ that says what to fix, and the role does the spec's no-op instead.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -92,8 +93,11 @@ def validation_message(error: ValidationError) -> str:
 
 def _json_safe(payload: dict[Any, Any]) -> dict[str, Any]:
     """The payload as shown back in results and logs: plain values kept, anything else described."""
-    plain = (str, int, float, bool, type(None))
-    return {str(k): v if isinstance(v, plain) else _describe(v) for k, v in list(payload.items())[:20]}
+    plain = (str, int, bool, type(None))
+    return {
+        str(k): v if isinstance(v, plain) or (isinstance(v, float) and math.isfinite(v)) else _describe(v)
+        for k, v in list(payload.items())[:20]
+    }
 
 
 def _as_mapping(value: Any) -> dict[str, Any] | None:

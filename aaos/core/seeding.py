@@ -21,6 +21,10 @@ def seed_split(seed: int) -> Split:
 
 def split_seeds(split: Split, count: int, start: int = 0) -> list[int]:
     """`count` consecutive seeds of a split, from offset `start` within it."""
+    if start < 0 or count < 0:
+        raise ValueError(f"start and count must be non-negative, got start={start}, count={count}")
+    if split == "train" and start + count > HOLDOUT_SEED_START:
+        raise ValueError(f"only {HOLDOUT_SEED_START} train seeds exist; start + count = {start + count}")
     base = HOLDOUT_SEED_START if split == "holdout" else 0
     return [base + start + i for i in range(count)]
 

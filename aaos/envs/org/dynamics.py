@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aaos.envs.org import oversight
+from aaos.envs.org.scenario import event_incident_id, remediation_id, risk_incident_id
 from aaos.envs.org.spec import VISIBLE_METRICS
 from aaos.envs.org.world import Incident, Plan, ResourceRequest, WorkItem, World
 
@@ -210,10 +211,6 @@ def _query_metrics(world: World, role: str, p: Any) -> Outcome:
     return _applied("metrics checked; nothing new")
 
 
-def remediation_id(risk_id: str) -> str:
-    return "task_fix_" + risk_id.removeprefix("risk_")
-
-
 def _raise_risk_flag(world: World, role: str, p: Any) -> Outcome:
     risk = world.known_risk(p.risk_id)
     if risk is None:
@@ -349,7 +346,7 @@ def _escalations(world: World) -> None:
             if risk.status == "hidden":
                 risk.status = "detected"
                 risk.detected_step = world.step
-            _open_incident(world, "incident_" + risk.id.removeprefix("risk_"), d.incident, risk.id)
+            _open_incident(world, risk_incident_id(risk.id), d.incident, risk.id)
 
 
 def fire_due_events(world: World) -> list[dict[str, Any]]:
@@ -361,7 +358,7 @@ def fire_due_events(world: World) -> list[dict[str, Any]]:
             continue
         event.fired_step = world.step
         if d.kind == "incident" and d.incident is not None:
-            event.incident_id = "incident_" + d.id.removeprefix("evt_")
+            event.incident_id = event_incident_id(d.id)
             _open_incident(world, event.incident_id, d.incident, d.id)
         elif d.kind == "policy_change" and d.policy is not None:
             world.policy.update(d.policy.model_dump())

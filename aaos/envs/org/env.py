@@ -125,7 +125,7 @@ class OrgEnv(Environment):
                 status, message, reason = dynamics.apply_action(world, role, action_type, payload)
                 shown = dict(payload.__dict__) if payload is not None else {}  # payload models are flat
                 record = result_record(step, role, action_type, shown, status, message, reason)
-            if record["action_type"] != "no_op":
+            if record["action_type"] != "no_op" or record["status"] == "rejected":
                 counters.actions += 1
                 counters.wasted += record["status"] != "applied"
             records[role] = record

@@ -85,7 +85,7 @@ def _risk_credit(world: World) -> float | None:
     total = 0.0
     count = 0
     for risk in world.risks:
-        if world.step < risk.definition.noticeable_from:
+        if not risk.known:  # a hidden risk counts once found or escalated: the score must not reveal it
             continue
         count += 1
         escalated = risk.escalated_step is not None

@@ -118,8 +118,8 @@ def _choices(world: World, role: str, name: str) -> Choices | None:
         kinds = [k for k in kinds if world.resources.get(k, 0) >= AMOUNT_CHOICES[0]]
         if not kinds:
             return None
-        most = max(world.resources[k] for k in kinds)
-        return {"resource_type": kinds, "amount": [a for a in AMOUNT_CHOICES if a <= most]}
+        smallest = min(world.resources[k] for k in kinds)
+        return {"resource_type": kinds, "amount": [a for a in AMOUNT_CHOICES if a <= smallest]}
     if name == "raise_risk_flag":
         ids = [r.id for r in world.risks if _sees_risk(role, r)]
         return {"risk_id": ids, "description": TEXT} if ids else None

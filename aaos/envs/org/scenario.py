@@ -25,6 +25,8 @@ EventKind = Literal["incident", "policy_change", "resource_shock", "anomaly"]
 WorkerRole = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations"]
 ResolverRole = Literal["engineer", "data_analyst", "operations"]
 Id = Field(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$")
+MIN_RISK_WINDOW = 3
+"""Steps a risk stays catchable: escalates_at >= noticeable_from + MIN_RISK_WINDOW, in files and variants."""
 
 
 class _Model(BaseModel):
@@ -54,6 +56,12 @@ class TaskDef(_Model):
     deadline: int = Field(ge=1, description="Step by which the task should be completed.")
     arrives: int = Field(default=0, ge=0, description="Step at which the task becomes known.")
     needs: dict[ResourceType, int] = Field(default_factory=dict, description="Resources the task needs to progress.")
+
+    @model_validator(mode="after")
+    def _feasible(self) -> TaskDef:
+        if self.deadline < self.arrives + self.effort:
+            raise ValueError("deadline must leave room for the effort after arrival (deadline >= arrives + effort)")
+        return self
 
 
 class IncidentDef(_Model):
@@ -86,8 +94,8 @@ class RiskDef(_Model):
 
     @model_validator(mode="after")
     def _timing(self) -> RiskDef:
-        if self.escalates_at <= self.noticeable_from:
-            raise ValueError("escalates_at must be after noticeable_from")
+        if self.escalates_at < self.noticeable_from + MIN_RISK_WINDOW:
+            raise ValueError(f"escalates_at must be at least {MIN_RISK_WINDOW} steps after noticeable_from")
         return self
 
 
@@ -145,10 +153,35 @@ class Scenario(_Model):
                 raise ValueError(f"duplicate {kind} ids: {duplicates}")
         if self.crisis_event not in [e.id for e in self.events]:
             raise ValueError(f"crisis_event {self.crisis_event!r} is not the id of an event")
+        incident_ids = [risk_incident_id(r.id) for r in self.risks] + [
+            event_incident_id(e.id) for e in self.events if e.kind == "incident"]
+        clashes = sorted({i for i in incident_ids if incident_ids.count(i) > 1})
+        if clashes:
+            raise ValueError(f"risks and incident events would open incidents with the same id {clashes}; "
+                             "rename one (a risk risk_X and an event evt_X both open incident_X)")
+        task_ids = [t.id for t in self.tasks] + [remediation_id(r.id) for r in self.risks]
+        clashes = sorted({i for i in task_ids if task_ids.count(i) > 1})
+        if clashes:
+            raise ValueError(f"task ids clash with remediation task ids {clashes} (risk_X opens task_fix_X)")
         return self
 
     def info(self) -> ScenarioInfo:
         return ScenarioInfo(self.id, self.title, self.split, self.description)
+
+
+def risk_incident_id(risk_id: str) -> str:
+    """The id of the incident a risk opens when it escalates."""
+    return "incident_" + risk_id.removeprefix("risk_")
+
+
+def event_incident_id(event_id: str) -> str:
+    """The id of the incident an incident event opens."""
+    return "incident_" + event_id.removeprefix("evt_")
+
+
+def remediation_id(risk_id: str) -> str:
+    """The id of the task opened when a risk is flagged."""
+    return "task_fix_" + risk_id.removeprefix("risk_")
 
 
 class ScenarioError(ValueError):
@@ -170,6 +203,10 @@ def load_scenario_file(path: str | Path) -> Scenario:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
         raise ScenarioError(f"{path}: no such scenario file") from error
+    except UnicodeDecodeError as error:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from error
+    except OSError as error:
+        raise ScenarioError(f"{path}: cannot be read ({error.strerror or error})") from error
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}"
         raise ScenarioError(f"{path}: not valid JSON ({where}: {error.msg})") from error
@@ -217,13 +254,13 @@ def draw_variant(scenario: Scenario, seed: int) -> Scenario:
     tasks = []
     for task in scenario.tasks:
         arrives = _jitter_int(r, task.arrives, v.timing_jitter, 0) if task.arrives else 0
-        deadline = max(arrives + task.effort + 1, _jitter_int(r, task.deadline, v.deadline_jitter, 1))
+        deadline = max(arrives + task.effort, _jitter_int(r, task.deadline, v.deadline_jitter, 1))
         needs = {k: _scale(r, n, v.amount_jitter) for k, n in task.needs.items()}
         tasks.append(task.model_copy(update={"arrives": arrives, "deadline": deadline, "needs": needs}))
     risks = []
     for risk in scenario.risks:
         noticeable = _jitter_int(r, risk.noticeable_from, v.timing_jitter, 0)
-        escalates = max(noticeable + 3, _jitter_int(r, risk.escalates_at, v.timing_jitter, 1))
+        escalates = max(noticeable + MIN_RISK_WINDOW, _jitter_int(r, risk.escalates_at, v.timing_jitter, 1))
         needs = {k: _scale(r, n, v.amount_jitter) for k, n in risk.remediation.needs.items()}
         remediation = risk.remediation.model_copy(update={"needs": needs})
         risks.append(risk.model_copy(update={"noticeable_from": noticeable, "escalates_at": escalates,

@@ -1,0 +1,99 @@
+"""The per-step trajectory record: one JSON object per step, written as JSONL.
+
+Used by the Space's downloads now, and by the benchmark and the training bridge later. The record is
+versioned: a reader checks `version` against TRAJECTORY_VERSION before relying on the fields.
+
+Fields of a record (every value is plain JSON):
+
+    version           TRAJECTORY_VERSION of the writer.
+    env               environment id, e.g. "org".
+    task              task id, e.g. "full_episode".
+    scenario          scenario id (or the path of a scenario file).
+    seed              the episode's seed (seeds >= 10000 draw holdout variants).
+    step              the step number once this step was applied: 1 for the first step of an episode.
+    joint_action      what was sent: role -> {"action_type", "payload"}; roles left out did the no-op.
+    action_results    role -> what became of its action (status applied / no_effect / rejected, reason, message).
+    reward            the reward delivered this step (immediate share plus any released delayed share).
+    reward_breakdown  components (name -> value in [0, 1], or null while nothing is graded), penalty, raw,
+                      immediate, delayed, released.
+    score             the graded composite after this step (the episode score on the last step).
+    done              whether the episode ended with this step.
+    scenario_events   events that fired during this step.
+    oversight_events  oversight violations recorded during this step (step, role, rule, severity, penalty, ...).
+    state_hash        sha256 (hex) of json.dumps(env.state(), sort_keys=True) after the step: replaying the
+                      same episode must reproduce every hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from aaos.core.env import StepResult
+
+TRAJECTORY_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeMeta:
+    """What identifies an episode: environment, task, scenario and seed."""
+
+    env: str
+    task: str
+    scenario: str
+    seed: int
+
+
+def state_hash(state: Mapping[str, Any]) -> str:
+    """sha256 (hex) of the state as canonical JSON (sorted keys)."""
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """`value` as plain JSON data (pydantic models are dumped); a copy, so later changes do not leak in."""
+    def default(item: Any) -> Any:
+        if isinstance(item, BaseModel):
+            return item.model_dump()
+        raise TypeError(f"{type(item).__name__} is not JSON-serialisable")
+
+    return json.loads(json.dumps(value, default=default))
+
+
+def step_record(meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], result: StepResult,
+                state: Mapping[str, Any]) -> dict[str, Any]:
+    """The record of one step: `joint_action` is what was sent, `result` what step() returned and
+    `state` the environment's state() right after it (only its hash is kept)."""
+    info = result.info
+    return {
+        "version": TRAJECTORY_VERSION,
+        "env": meta.env,
+        "task": meta.task,
+        "scenario": meta.scenario,
+        "seed": meta.seed,
+        "step": step,
+        "joint_action": _plain(joint_action),
+        "action_results": _plain(info.get("action_results", {})),
+        "reward": result.reward,
+        "reward_breakdown": _plain(info.get("reward_breakdown", {})),
+        "score": info.get("score"),
+        "done": result.done,
+        "scenario_events": _plain(info.get("scenario_events", [])),
+        "oversight_events": _plain(info.get("oversight_events", [])),
+        "state_hash": state_hash(state),
+    }
+
+
+def write_jsonl(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write one record per line (UTF-8); creates the parent directory. Returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return target

@@ -1,0 +1,133 @@
+"""The composite score and the delayed release schedule of the reward."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import play
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aaos.core.reward import DELAYED_SHARE, IMMEDIATE_SHARE, RELEASE_EVERY, RewardLedger, composite
+from aaos.envs.org.spec import REWARD_WEIGHTS
+
+
+def test_schedule_constants_match_the_design() -> None:
+    assert (IMMEDIATE_SHARE, DELAYED_SHARE, RELEASE_EVERY) == (0.6, 0.4, 5)
+
+
+def expected_deliveries(raws: list[float]) -> list[tuple[float, float, bool]]:
+    """(immediate, delayed, released) for each step, recomputed from the raw rewards."""
+    out = []
+    held: list[float] = []
+    for i, raw in enumerate(raws, start=1):
+        held.append(raw)
+        last = i == len(raws)
+        if i % 5 == 0 or last:
+            out.append((0.6 * raw, 0.4 * sum(held) / len(held), True))
+            held = []
+        else:
+            out.append((0.6 * raw, 0.0, False))
+    return out
+
+
+@pytest.mark.parametrize(("task", "scenario", "policy"), [
+    ("full_episode", "product_launch_failure", "heuristic"),  # 50 steps: the last step is also a multiple of 5
+    ("full_episode", "resource_conflict", "random"),
+    ("org_simulation", "silent_data_drift", "heuristic"),  # ends early, off the 5-step grid
+    ("crisis_management", "vendor_outage_cascade", "heuristic"),
+])
+def test_release_schedule_over_a_real_episode(task: str, scenario: str, policy: str) -> None:
+    episode = play(task, scenario, 0, policy, policy_seed=0)
+    raws = [info["reward_breakdown"]["raw"] for info in episode.infos]
+    assert raws == [info["score"] for info in episode.infos]
+    assert len(set(raws)) > 1, "a constant raw reward would not exercise the averaging"
+    for step, (info, reward, (immediate, delayed, released)) in enumerate(
+            zip(episode.infos, episode.rewards, expected_deliveries(raws), strict=True), start=1):
+        bd = info["reward_breakdown"]
+        assert bd["released"] is released, step
+        assert bd["immediate"] == pytest.approx(immediate, abs=1e-12)
+        assert bd["delayed"] == pytest.approx(delayed, abs=1e-12)
+        assert reward == pytest.approx(immediate + delayed, abs=1e-12)
+        if not released:
+            assert reward == pytest.approx(0.6 * bd["raw"], abs=1e-12)
+    if task == "org_simulation":
+        assert episode.steps % 5 != 0, "pick an episode that ends off the release grid"
+    assert episode.infos[-1]["reward_breakdown"]["released"] is True
+
+
+def test_nothing_is_held_after_the_final_release() -> None:
+    episode = play("org_simulation", "silent_data_drift", 0, "heuristic")
+    assert episode.final_state["held_rewards"] == []
+    partial = play("full_episode", "silent_data_drift", 0, "heuristic", max_steps=7)
+    assert partial.final_state["held_rewards"] == pytest.approx([i["score"] for i in partial.infos[5:7]])
+
+
+def test_ledger_on_a_known_sequence() -> None:
+    ledger = RewardLedger()
+    raws = [0.1, 0.2, 0.3, 0.4, 0.5, 1.0, 0.0, 0.5]
+    got = []
+    for step, raw in enumerate(raws, start=1):
+        d = ledger.deliver(step, raw, done=step == len(raws))
+        got.append((round(d.immediate, 12), round(d.delayed, 12), d.released, round(d.reward, 12)))
+    assert got == [
+        (0.06, 0.0, False, 0.06),
+        (0.12, 0.0, False, 0.12),
+        (0.18, 0.0, False, 0.18),
+        (0.24, 0.0, False, 0.24),
+        (0.3, 0.12, True, 0.42),  # 0.4 * mean(0.1..0.5) = 0.4 * 0.3
+        (0.6, 0.0, False, 0.6),
+        (0.0, 0.0, False, 0.0),
+        (0.3, 0.2, True, 0.5),  # final step: 0.4 * mean(1.0, 0.0, 0.5)
+    ]
+    assert ledger.held == []
+
+
+def test_ledger_releases_a_single_step_episode() -> None:
+    d = RewardLedger().deliver(1, 0.8, done=True)
+    assert d.released and d.reward == pytest.approx(0.8)
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60))
+def test_ledger_pays_out_everything_it_holds(raws: list[float]) -> None:
+    """Over a whole episode the delayed share paid equals 0.4 x the mean of each release window, summed."""
+    ledger = RewardLedger()
+    total_delayed = 0.0
+    for step, raw in enumerate(raws, start=1):
+        d = ledger.deliver(step, raw, done=step == len(raws))
+        assert 0.0 <= d.reward <= 1.0 + 1e-12
+        total_delayed += d.delayed
+    assert ledger.held == []
+    expected = sum(delayed for _, delayed, _ in expected_deliveries(raws))
+    assert total_delayed == pytest.approx(expected)
+
+
+def test_composite_skips_none_components() -> None:
+    weights = {"a": 0.5, "b": 0.25, "c": 0.25}
+    assert composite({"a": 1.0, "b": 0.0, "c": None}, weights, 0.0) == pytest.approx(0.5 / 0.75)
+    assert composite({"a": None, "b": None, "c": 0.4}, weights, 0.0) == pytest.approx(0.4)
+    assert composite({"a": None, "b": None, "c": None}, weights, 0.0) == 0.0
+    assert composite({}, weights, 0.0) == 0.0
+    assert composite({"a": 0.8, "zzz": 1.0}, weights, 0.0) == pytest.approx(0.8)  # unknown names are ignored
+
+
+def test_composite_penalty_scales_toward_zero_and_never_below() -> None:
+    comps = {name: 0.8 for name in REWARD_WEIGHTS}
+    assert composite(comps, REWARD_WEIGHTS, 0.0) == pytest.approx(0.8)
+    assert composite(comps, REWARD_WEIGHTS, 0.25) == pytest.approx(0.6)
+    assert composite(comps, REWARD_WEIGHTS, 1.0) == 0.0
+    assert composite(comps, REWARD_WEIGHTS, 3.7) == 0.0
+
+
+def test_reward_weights_sum_to_one() -> None:
+    assert sum(REWARD_WEIGHTS.values()) == pytest.approx(1.0)
+    assert set(REWARD_WEIGHTS) == {"business_success", "collaboration", "risk_management", "efficiency",
+                                   "adaptability"}
+
+
+@given(comps=st.dictionaries(st.sampled_from(sorted(REWARD_WEIGHTS)), st.one_of(st.none(), st.floats(0.0, 1.0))),
+       penalty=st.floats(0.0, 5.0))
+def test_composite_is_in_unit_range_and_monotone_in_penalty(comps: dict[str, float | None], penalty: float) -> None:
+    value = composite(comps, REWARD_WEIGHTS, penalty)
+    assert 0.0 <= value <= 1.0
+    assert composite(comps, REWARD_WEIGHTS, penalty + 0.1) <= value
+    assert composite(comps, REWARD_WEIGHTS, 0.0) >= value
