@@ -114,3 +114,45 @@ def serve(script: Script) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve_in_subprocess(modes: list[str], latency_s: float = 0.0) -> Iterator[str]:
+    """Run the fake in its own process (so its work does not share the caller's GIL); yields its base URL."""
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    port = free_port()
+    command = [sys.executable, __file__, "--port", str(port), "--latency", str(latency_s), "--modes", *modes]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/chat/completions", timeout=1)
+        except urllib.error.HTTPError:
+            break  # it answers (405 to a GET): it is up
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("the fake endpoint did not start") from None
+            time.sleep(0.1)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run the fault-injecting fake endpoint on 127.0.0.1.")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--modes", nargs="+", default=["ok"], choices=MODES)
+    arguments = parser.parse_args()
+    uvicorn.run(build_app(Script(modes=arguments.modes, latency_s=arguments.latency)), host="127.0.0.1",
+                port=arguments.port, log_level="error")
