@@ -1,4 +1,4 @@
-"""The `aaos` command line: list tasks and scenarios, validate scenario files, play an episode."""
+"""The `aaos` command line: list tasks and scenarios, validate scenario files, play an episode, serve the API."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 import aaos
+from aaos.bench import cli as bench_cli
 from aaos.envs.org.scenario import SCENARIO_DIR, ScenarioError, load_scenario_file
 
 
@@ -64,6 +65,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from aaos.server.app import serve  # the server's dependencies load only for this command
+
+    print(f"AAOS API on http://{args.host}:{args.port} (docs at /docs)", flush=True)
+    serve(args.host, args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aaos", description="AAOS: the Autonomous AI Organization Simulator")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -84,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="heuristic", choices=aaos.policies.names())
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("serve", help="run the HTTP/WebSocket/MCP API server (OpenEnv-compatible), without the UI")
+    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=_serve)
+
+    bench_cli.add_parser(sub)
     return parser
 
 

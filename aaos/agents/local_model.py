@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -29,6 +30,8 @@ INSTALL_HINT = (
 )
 CONTEXT_TOKENS = 8192
 READY_TIMEOUT_S = 120.0
+THREADS = max(1, min(4, os.cpu_count() or 1))
+"""llama.cpp's server uses one thread for generation by default; use the cores (up to 4)."""
 
 
 def gguf_path() -> Path | None:
@@ -71,7 +74,8 @@ class LocalModelServer:
         if problem is not None:
             raise RuntimeError(problem)
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--host", "127.0.0.1",
-                   "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS), "--model_alias", MODEL_NAME]
+                   "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS), "--model_alias", MODEL_NAME,
+                   "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS)]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -173,6 +173,11 @@ def _problem(spec: EnvSpec, role: str, raw: dict[str, Any], action_type: Any, ac
     return None
 
 
+def problems(parsed: ParsedJointAction) -> list[str]:
+    """A parse's problems as messages naming the role: joint-level errors, then rejected actions."""
+    return [*parsed.errors, *(f"{role}: {r.message}" for role, r in parsed.rejected.items())]
+
+
 def _is_plain_noop(raw: Any, noop: str) -> bool:
     return (type(raw) is dict and raw.get("action_type") == noop and not raw.get("payload")
             and len(raw) == 1 + ("payload" in raw))

@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from aaos.core.actions import parse_joint_action
+from aaos.core.actions import parse_joint_action, problems
 from aaos.core.spec import EnvSpec
 
 Observation = dict[str, Any]
@@ -69,8 +69,7 @@ class Environment(ABC):
         """What makes a joint action invalid as input (shape, action type, permission, payload), one message
         per problem naming the role and field; empty if step() would accept every action's form. Changes
         nothing. Environments extend it with checks of the ids a payload refers to."""
-        parsed = parse_joint_action(self.spec, joint_action)
-        return [*parsed.errors, *(f"{role}: {r.message}" for role, r in parsed.rejected.items())]
+        return problems(parse_joint_action(self.spec, joint_action))
 
     def clone(self) -> Environment:
         """An independent copy in the same state (for lookahead and reward functions)."""

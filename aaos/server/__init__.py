@@ -1,1 +1,10 @@
-"""The HTTP/WebSocket API (OpenEnv-compatible)."""
+"""The AAOS server: OpenEnv-compatible HTTP, WebSocket and MCP API over the in-process environments.
+
+models.py       wire types (OpenEnv Action/Observation/State, HTTP requests and responses)
+environment.py  the openenv-core Environment adapter
+sessions.py     the HTTP session store
+mcp.py          the MCP tools of a session
+app.py          create_app() and the `server` entry point
+client.py       AAOSEnv, the typed OpenEnv client (async, and .sync())
+background.py   BackgroundServer: uvicorn in a thread on a free loopback port (tests, benchmarks)
+"""

@@ -1,17 +1,261 @@
-"""The API app. Interim: only /health, until the OpenEnv server lands."""
+"""The AAOS API app: OpenEnv's routes plus stateful HTTP sessions.
+
+openenv-core's server (`HTTPEnvServer`) registers /health, /metadata, /schema, WS /ws (one environment
+per connection) and /mcp (POST and WS). Its own /reset, /step and /state are stateless (a fresh
+environment per request), so it is registered in its "production" mode, which leaves them out, and this
+module adds the stateful ones: POST /reset opens (or resets) a session, POST /step and GET /state take
+its `session_id`, POST /close ends it. This is the same composition `openenv.core.env_server.create_app`
+performs (a FastAPI app + `HTTPEnvServer.register_routes`), with our reset/step/state in place of its own.
+
+    aaos serve --port 8000        # or the `server` console script, or: python -m aaos.server.app
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import argparse
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Container, Sequence
+from typing import Annotated, Any
+
+import pydantic_core
+import uvicorn
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from openenv.core.env_server.http_server import HTTPEnvServer
+from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocketDisconnect
 
 import aaos
+from aaos.server.environment import AAOSEnvironment, InvalidAction
+from aaos.server.models import (
+    MAX_MESSAGES,
+    AAOSAction,
+    AAOSObservation,
+    AAOSState,
+    CloseRequest,
+    CloseResponse,
+    Invalid,
+    Problem,
+    ResetRequest,
+    ResetResponse,
+    StepRequest,
+    StepResponse,
+    error_messages,
+)
+from aaos.server.sessions import AtCapacity, Clock, SessionConfig, SessionStore, UnknownSession
+
+MAX_BODY_BYTES = 64 * 1024
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = 8000
+
+log = logging.getLogger("aaos.server")
 
 
-def create_app() -> FastAPI:
-    app = FastAPI(title="AAOS API", version=aaos.__version__)
-
-    @app.get("/health")
-    def health() -> dict[str, str]:
-        return {"status": "healthy"}
-
+def create_app(config: SessionConfig | None = None, clock: Clock = time.monotonic) -> FastAPI:
+    """The API app. `config` defaults to AAOS_MAX_SESSIONS / AAOS_SESSION_TTL from the environment;
+    `clock` is the monotonic clock the session store expires sessions by."""
+    config = config or SessionConfig.from_env()
+    app = FastAPI(
+        title="AAOS API",
+        version=aaos.__version__,
+        description="The Autonomous AI Organization Simulator over HTTP, WebSocket and MCP. "
+                    "POST /reset opens a session; POST /step and GET /state take its session_id.",
+    )
+    openenv_server = HTTPEnvServer(
+        AAOSEnvironment, AAOSAction, AAOSObservation,
+        # WebSocket connections and MCP sessions: the same cap (counted apart) and idle timeout as HTTP sessions
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions, session_timeout=config.ttl),
+    )
+    openenv_server.register_routes(app, mode=ServerMode.PRODUCTION)
+    app.state.sessions = SessionStore(config, clock)
+    _add_session_routes(app, app.state.sessions)
+    _add_error_handlers(app)
+    app.add_middleware(BodyLimit, paths=frozenset(route.path for route in app.routes), limit=MAX_BODY_BYTES)
+    app.add_middleware(ContainErrors)
     return app
+
+
+def _json(data: Any) -> Response:
+    """Serialise straight to JSON bytes (the routes' response models document the shape)."""
+    return Response(pydantic_core.to_json(data), media_type="application/json")
+
+
+_SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "Unknown or expired session_id."},
+    422: {"model": Invalid, "description": "Malformed or unauthorised input; each message names the field."},
+}
+_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_SESSION_ERRORS,
+    400: {"model": Problem, "description": "The body could not be decoded (not UTF-8, or nested too deeply)."},
+    413: {"model": Problem, "description": f"The body is larger than {MAX_BODY_BYTES} bytes."},
+}
+
+
+def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
+    @app.post("/reset", response_model=ResetResponse, summary="Open a session, or reset one", tags=["Sessions"],
+              responses={**_BODY_ERRORS, 503: {"model": Problem, "description": "Every session slot is taken."}})
+    async def reset(request: ResetRequest | None = None) -> Response:
+        """Start an episode. Without `session_id` a new session is opened; with it, that session's
+        episode starts over (fields left out keep their current values)."""
+        request = request or ResetRequest()
+        if request.session_id is None:
+            env = AAOSEnvironment()
+            observation = env.start(request)
+            session = sessions.open(env)
+        else:
+            session = sessions.get(request.session_id)
+            observation = session.env.start(request)
+        return _json({"session_id": session.id, "observation": observation, "reward": None,
+                      "done": observation.get("done", False)})
+
+    @app.post("/step", response_model=StepResponse, summary="Step a session with a joint action", tags=["Sessions"],
+              responses={**_BODY_ERRORS, 409: {"model": Problem, "description": "The episode is over."}})
+    async def step(request: StepRequest) -> Response:
+        """Apply one action per role (roles left out do no_op) and advance one step. Strict: an action the
+        environment would reject as input (unknown ids, wrong role, bad payload) is a 422 and changes nothing."""
+        session = sessions.get(request.session_id)
+        return _json(session.env.advance(request.action.to_joint_action()).to_dict())
+
+    @app.get("/state", response_model=AAOSState, summary="The full ground-truth state of a session", tags=["Sessions"],
+             responses=_SESSION_ERRORS)
+    async def state(session_id: Annotated[str, Query(min_length=1, max_length=100, description="From POST /reset.")]
+                    ) -> Response:
+        return _json(sessions.get(session_id).env.snapshot())
+
+    @app.post("/close", response_model=CloseResponse, summary="End a session", tags=["Sessions"],
+              responses=_BODY_ERRORS)
+    async def close(request: CloseRequest) -> CloseResponse:
+        sessions.close(request.session_id)
+        return CloseResponse(session_id=request.session_id)
+
+
+def _problem(status: int, detail: str | list[str], headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def invalid_request(_: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, RequestValidationError)
+        return _problem(422, error_messages(error.errors()))
+
+    async def invalid_action(_: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, InvalidAction)
+        return _problem(422, error.problems[:MAX_MESSAGES])
+
+    async def unknown_session(_: Request, error: Exception) -> JSONResponse:
+        return _problem(404, str(error))
+
+    async def episode_done(_: Request, error: Exception) -> JSONResponse:
+        return _problem(409, "the episode is over; POST /reset with this session_id to start a new one")
+
+    async def at_capacity(_: Request, error: Exception) -> JSONResponse:
+        return _problem(503, str(error), headers={"Retry-After": "5"})
+
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(InvalidAction, invalid_action)
+    app.add_exception_handler(UnknownSession, unknown_session)
+    app.add_exception_handler(aaos.EpisodeDone, episode_done)
+    app.add_exception_handler(AtCapacity, at_capacity)
+
+
+class BodyLimit:
+    """Answers 413 to a request body over `limit` bytes on the API's own paths before any route reads it
+    (the UI mounted beside the API is not limited). The body is read here and handed on unchanged."""
+
+    def __init__(self, app: ASGIApp, paths: Container[str], limit: int) -> None:
+        self.app = app
+        self.paths = paths
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._too_large(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+            more = message.get("more_body", False)
+        body: Message | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is None:
+                return await receive()
+            message, body = body, None
+            return message
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = _problem(413, f"the request body is larger than {self.limit} bytes")
+        await response(scope, receive, send)
+
+
+class ContainErrors:
+    """Keeps an unexpected error to the request that raised it: an HTTP request gets a 500 (logged without
+    its body, which may hold secrets) on a connection that stays usable; a WebSocket client that hangs up
+    while openenv is still closing the socket is not an error at all."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            with contextlib.suppress(WebSocketDisconnect):
+                await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as error:
+            log.error("unexpected %s on %s %s", type(error).__name__, scope["method"], scope["path"], exc_info=error)
+            if started:
+                raise
+            response = _problem(500, "internal error; this request was not completed and no other session "
+                                     "was affected")
+            await response(scope, receive, send)
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning") -> None:
+    """Run the API alone (no UI) with uvicorn until interrupted."""
+    uvicorn.run(create_app(), host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The `server` entry point: --host/--port, defaulting to HOST/PORT from the environment, else 0.0.0.0:8000."""
+    parser = argparse.ArgumentParser(prog="server", description="Run the AAOS API server (OpenEnv-compatible).")
+    parser.add_argument("--host", default=os.environ.get("HOST", DEFAULT_HOST))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", DEFAULT_PORT)))
+    args = parser.parse_args(argv)
+    serve(args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

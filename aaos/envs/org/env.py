@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.core.actions import parse_joint_action, result_record
+from aaos.core.actions import parse_joint_action, problems, result_record
 from aaos.core.env import Environment, EpisodeDone, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
@@ -165,12 +165,13 @@ class OrgEnv(Environment):
         return StepResult(self.observation() if observe else None, delivery.reward, world.done, info)
 
     def check(self, joint_action: JointAction) -> list[str]:
-        problems = super().check(joint_action)
-        for role, action in parse_joint_action(self.spec, joint_action).actions.items():
+        parsed = parse_joint_action(self.spec, joint_action)
+        found = problems(parsed)
+        for role, action in parsed.actions.items():
             message = dynamics.unknown_reference(self.world, action.action_type, action.payload)
             if message is not None:
-                problems.append(f"{role}: {message}")
-        return problems
+                found.append(f"{role}: {message}")
+        return found
 
     def state(self) -> dict[str, Any]:
         data = self.world.to_dict()

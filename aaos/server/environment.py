@@ -1,0 +1,126 @@
+"""The adapter from the AAOS environment protocol to openenv-core's `Environment`.
+
+One `AAOSEnvironment` wraps one in-process environment. The HTTP routes call `start`/`advance`/`snapshot`
+(plain dicts, no model round trip); OpenEnv's WebSocket and MCP routes call `reset`/`step`/`state`, which
+wrap the same calls in the OpenEnv types. Either way the wire is strict: a joint action that
+`env.check` finds fault with raises `InvalidAction` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from openenv.core.env_server.interfaces import Environment as OpenEnvEnvironment
+from openenv.core.env_server.types import EnvironmentMetadata
+from pydantic import ValidationError
+
+import aaos
+from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.server.models import (
+    DEFAULT_ENV,
+    AAOSAction,
+    AAOSObservation,
+    AAOSState,
+    EpisodeParams,
+    error_messages,
+)
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+
+class InvalidAction(ValueError):
+    """A joint action the environment would reject as input; nothing was changed."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid joint action: " + "; ".join(problems))
+
+
+class AAOSEnvironment(OpenEnvEnvironment[AAOSAction, AAOSObservation, AAOSState]):  # type: ignore[valid-type]
+    """An AAOS environment behind OpenEnv. Every session (HTTP, WebSocket or MCP) owns one instance;
+    its `lock` is held while the environment is reset, stepped or read."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.env_id = DEFAULT_ENV
+        self.env: Environment = aaos.make(env=DEFAULT_ENV)
+        self.episode_id: str | None = None
+
+    # --- the calls the HTTP routes make ---------------------------------------------------------------
+
+    def start(self, params: EpisodeParams) -> Observation:
+        """Start an episode; fields left as None keep the current task, scenario and seed."""
+        with self.lock:
+            if params.env != self.env_id:
+                self.env, self.env_id = aaos.make(env=params.env), params.env
+            observation = self.env.reset(params.task, params.scenario, params.seed)
+            self.episode_id = params.episode_id
+            return observation
+
+    def advance(self, joint_action: JointAction) -> StepResult:
+        """Check the joint action (InvalidAction if the environment finds fault with it), then step.
+        Raises aaos.EpisodeDone after the episode has ended."""
+        with self.lock:
+            problems = self.env.check(joint_action)
+            if problems:
+                raise InvalidAction(problems)
+            return self.env.step(joint_action)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The full state as JSON data, with the OpenEnv `episode_id` and `step_count`."""
+        with self.lock:
+            state = self.env.state()
+        return {"episode_id": self.episode_id, "step_count": state.get("step", 0), **state}
+
+    # --- OpenEnv's interface (WebSocket sessions, MCP) ------------------------------------------------
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> AAOSObservation:
+        """kwargs: env, task, scenario (see EpisodeParams). Invalid or unknown parameters raise ValueError
+        naming each one (OpenEnv sends its message back to the client)."""
+        observation = self.start(episode_params(seed=seed, episode_id=episode_id, **kwargs))
+        return AAOSObservation.model_validate({**observation, "reward": None})
+
+    def step(self, action: AAOSAction, timeout_s: float | None = None, **kwargs: Any) -> AAOSObservation:  # type: ignore[valid-type]
+        result = self.advance(action.to_joint_action())
+        return observation_model(result)
+
+    @property
+    def state(self) -> AAOSState:
+        return AAOSState.model_validate(self.snapshot())
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        spec = aaos.spec(self.env_id)
+        tasks = ", ".join(f"{t.id} ({t.difficulty})" for t in spec.tasks)
+        return EnvironmentMetadata(
+            name="aaos",
+            description=f"{spec.title}: {spec.description} Roles: {', '.join(spec.roles)}. Tasks: {tasks}. "
+                        f"Scenarios: {', '.join(s.id for s in spec.scenarios)}.",
+            version=aaos.__version__,
+        )
+
+    @cached_property
+    def mcp_server(self) -> FastMCP:
+        """The MCP tools of this environment, built on first use (OpenEnv's /mcp routes look for it)."""
+        from aaos.server.mcp import build_mcp_server
+
+        return build_mcp_server(self)
+
+
+def episode_params(**fields: Any) -> EpisodeParams:
+    """Reset parameters from keyword arguments; ValueError naming each invalid or unknown one."""
+    try:
+        return EpisodeParams.model_validate(fields)
+    except ValidationError as error:
+        raise ValueError("invalid reset parameters: " + "; ".join(error_messages(error.errors()))) from None
+
+
+def observation_model(result: StepResult) -> AAOSObservation:
+    """A step result as an OpenEnv observation (observation keys, reward, done, info)."""
+    return AAOSObservation.model_validate(
+        {**result.observation, "reward": result.reward, "done": result.done, "info": result.info})

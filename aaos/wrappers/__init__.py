@@ -1,0 +1,1 @@
+"""Adapters from AAOS environments to other RL libraries' interfaces (optional dependencies)."""

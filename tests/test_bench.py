@@ -1,0 +1,108 @@
+"""The benchmark: statistics against known cases, the promotion gate, and resuming after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import REPO_ROOT
+
+from aaos.bench.report import gate, to_markdown, write_reports
+from aaos.bench.runner import plan_jobs, read_records
+from aaos.bench.stats import bootstrap_ci, pass_hat_k, summarise
+
+
+def test_bootstrap_ci_matches_the_normal_approximation() -> None:
+    values = [0.0, 1.0] * 50  # mean 0.5, standard error 0.05: the 95 % interval is about 0.5 ± 0.098
+    low, high = bootstrap_ci(values)
+    assert 0.39 <= low <= 0.42 and 0.58 <= high <= 0.61
+    assert bootstrap_ci(values) == (low, high)  # seeded: the same values give the same interval
+    assert bootstrap_ci([0.7] * 10) == pytest.approx((0.7, 0.7))
+    assert bootstrap_ci([0.3]) == (0.3, 0.3)
+
+
+def test_pass_hat_k_known_values() -> None:
+    assert pass_hat_k(3, 5, 2) == pytest.approx(3 / 10)  # C(3,2) / C(5,2)
+    assert pass_hat_k(5, 5, 3) == 1.0
+    assert pass_hat_k(1, 5, 2) == 0.0
+    assert pass_hat_k(2, 1, 2) is None
+
+
+def _record(policy: str, split: str, score: float, hard: int = 0, seed: int = 0) -> dict[str, object]:
+    return {"policy": policy, "split": split, "env": "org", "task": "full_episode", "scenario": "s", "seed": seed,
+            "score": score, "components": {"efficiency": score}, "actions": 10, "invalid_actions": 1,
+            "hard_violations": hard, "llm": None, "wall_s": 0.1, "error": None}
+
+
+def test_summary_and_gate() -> None:
+    records = [_record("heuristic", "holdout", 0.9, seed=i) for i in range(4)]
+    records += [_record("close", "holdout", 0.89, seed=i) for i in range(4)]
+    records += [_record("worse", "holdout", 0.8, seed=i) for i in range(4)]
+    records += [_record("reckless", "holdout", 0.95, hard=1, seed=i) for i in range(4)]
+    rows = {r["policy"]: r for r in summarise(records)}
+    assert rows["close"]["mean_score"] == pytest.approx(0.89)
+    assert rows["close"]["success_rate"] == 1.0 and rows["worse"]["success_rate"] == 1.0
+    assert rows["worse"]["invalid_action_rate"] == pytest.approx(0.1)
+    summary = list(rows.values())
+    assert gate(summary, "close").verdict == "PROMOTE"
+    worse = gate(summary, "worse")
+    assert worse.verdict == "NO_PROMOTE" and "below the champion" in worse.reasons[0]
+    reckless = gate(summary, "reckless")
+    assert reckless.verdict == "NO_PROMOTE" and "hard violations" in reckless.reasons[0]
+    assert gate(summary, "missing").verdict == "NO_PROMOTE"
+    assert "| close | holdout | 4 | 0.89 |" in to_markdown(summary)
+
+
+def test_reports_are_written(tmp_path: Path) -> None:
+    rows = summarise([_record("heuristic", "train", 0.9), _record("random", "train", 0.3)])
+    paths = write_reports(rows, tmp_path)
+    assert [r["policy"] for r in json.loads(paths["json"].read_text())] == ["heuristic", "random"]
+    assert paths["csv"].read_text().splitlines()[0].startswith("policy,split,episodes,mean_score")
+    assert "plotly" in paths["html"].read_text()[:100_000].lower()
+
+
+def test_plan_jobs_keeps_holdout_scenarios_out_of_train() -> None:
+    jobs = plan_jobs(["heuristic"], ["org_simulation"], ["product_launch_failure", "vendor_outage_cascade"], 2)
+    seeds = {(j.scenario, j.seed) for j in jobs}
+    assert ("product_launch_failure", 0) in seeds and ("product_launch_failure", 10_000) in seeds
+    assert ("vendor_outage_cascade", 0) not in seeds and ("vendor_outage_cascade", 10_001) in seeds
+    assert len(jobs) == 6
+
+
+def test_bench_resumes_after_a_kill(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "aaos.cli", "bench", "--policy", "heuristic", "--policy", "random",
+               "--episodes", "8", "--concurrency", "1", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    results = out / "results.jsonl"
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(read_records(results)) < 5:
+        assert process.poll() is None, "the run finished before it could be interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = read_records(results)
+    expected = len(plan_jobs(["heuristic", "random"], [t for t in ("org_simulation", "crisis_management",
+                                                                   "full_episode")],
+                             [s for s in _scenarios()], 8))
+    assert 5 <= len(before) < expected
+    subprocess.run(command, cwd=REPO_ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = read_records(results)
+    keys = [(r["policy"], r["task"], r["scenario"], r["seed"]) for r in after]
+    assert len(keys) == len(set(keys)) == expected  # nothing lost, nothing run twice
+    assert after[: len(before)] == before  # what was written before the kill is kept as it was
+    assert (out / "leaderboard.md").exists()
+
+
+def _scenarios() -> list[str]:
+    import aaos
+
+    return [s["id"] for s in aaos.list_scenarios()]
