@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
+
+from aaos.server.background import BackgroundServer
 
 MODES = ("ok", "timeout", "rate_limit", "server_error", "not_json", "wrong_schema", "empty")
 
@@ -99,21 +100,9 @@ def free_port() -> int:
 
 @contextmanager
 def serve(script: Script) -> Iterator[str]:
-    """Run the fake on 127.0.0.1 for the duration of the block; yields its base URL (…/v1)."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(script), host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the fake endpoint did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    """Run the fake on 127.0.0.1 for the duration of the block; yields its base URL (.../v1)."""
+    with BackgroundServer(build_app(script)) as server:
+        yield f"{server.url}/v1"
 
 
 @contextmanager

@@ -1,0 +1,133 @@
+"""Baseline runner: plays the three tasks and prints the strict [START]/[STEP]/[END] log lines.
+
+Environment variables:
+    API_BASE_URL       OpenAI-compatible endpoint (default https://router.huggingface.co/v1)
+    MODEL_NAME         model to run; when unset the heuristic champion plays (said on stderr)
+    HF_TOKEN           API token (never printed)
+    AGENT_MODE         per_role (default) or joint
+    RESPONSE_FORMAT    json_schema (default), json_object (llama.cpp) or none
+    ENV_BASE_URL       an AAOS server to play against over HTTP; in process when unset
+    SCENARIO           scenario id (default product_launch_failure)
+    RUN_SEED           seed (default 42)
+    MAX_STEPS          cap on steps per episode (default: the task's own max_steps)
+    SUCCESS_THRESHOLD  score needed for success=true (default 0.7)
+
+Output, per task:
+    [START] task=<task> env=aaos model=<model>
+    [STEP] step=<n> action=<json> reward=<0.00> done=<true|false> error=<msg|null>
+    [END] success=<true|false> steps=<n> score=<0.000> rewards=<r1,r2,...>
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import aaos
+from aaos.agents.base import Policy
+from aaos.agents.llm import LLMConfig, LLMPolicy
+from aaos.bench.stats import SUCCESS_THRESHOLD
+from aaos.core.env import JointAction, StepResult
+
+TASKS = ("org_simulation", "crisis_management", "full_episode")
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def step_error(info: dict[str, Any]) -> str | None:
+    """The first problem of a step (a joint-action error or a rejected action), on one line."""
+    problems = list(info.get("errors", []))
+    problems += [f"{r['role']}: {r['message']}" for r in info["action_results"].values() if r["status"] == "rejected"]
+    return one_line(problems[0]) if problems else None
+
+
+class RemoteEpisode:
+    """An episode on an AAOS server (ENV_BASE_URL) through the typed OpenEnv client, with the in-process
+    environment's reset/step shapes."""
+
+    def __init__(self, base_url: str) -> None:
+        from aaos.server.client import AAOSEnv  # the client's dependencies load only when a server is used
+
+        self._client = AAOSEnv(base_url=base_url).sync()
+        self._client.__enter__()
+
+    def reset(self, task: str, scenario: str, seed: int) -> dict[str, Any]:
+        return self._client.reset(task=task, scenario=scenario, seed=seed).observation.env_observation()
+
+    def step(self, joint: JointAction) -> StepResult:
+        result = self._client.step(joint)
+        observation = result.observation
+        return StepResult(observation.env_observation(), result.reward or 0.0, result.done, observation.info)
+
+    def close(self) -> None:
+        self._client.__exit__(None, None, None)
+
+
+def model_config() -> LLMConfig | None:
+    return LLMConfig.from_env(mode=os.environ.get("AGENT_MODE", "per_role"),
+                              response_format=os.environ.get("RESPONSE_FORMAT", "json_schema"))
+
+
+def make_policy(config: LLMConfig | None) -> tuple[Policy, str]:
+    if config is None:
+        return aaos.policies.make("heuristic"), "heuristic-champion"
+    return LLMPolicy(aaos.spec("org"), config), config.model
+
+
+def play(config: LLMConfig | None, task: str, scenario: str, seed: int, max_steps: int | None,
+         threshold: float) -> None:
+    policy, model = make_policy(config)
+    base_url = os.environ.get("ENV_BASE_URL", "").strip()
+    rewards: list[float] = []
+    steps = 0
+    score = 0.0
+    print(f"[START] task={task} env=aaos model={model}", flush=True)
+    remote: RemoteEpisode | None = None
+    try:
+        if base_url:
+            remote = env = RemoteEpisode(base_url)
+        else:
+            env = aaos.make(task, scenario=scenario, seed=seed)
+            policy.bind(env)
+        observation = env.reset(task=task, scenario=scenario, seed=seed)
+        while True:
+            joint = policy.act(observation)
+            result = env.step(joint)
+            observation = result.observation
+            steps += 1
+            rewards.append(result.reward)
+            score = result.info["score"]
+            done = result.done or (max_steps is not None and steps >= max_steps)
+            error = step_error(result.info)
+            print(f"[STEP] step={steps} action={json.dumps(joint, separators=(',', ':'), sort_keys=True)} "
+                  f"reward={result.reward:.2f} done={str(done).lower()} error={error or 'null'}", flush=True)
+            if done:
+                break
+    except Exception as error:  # the END line is printed whatever happened
+        print(f"inference.py: {task} stopped: {one_line(f'{type(error).__name__}: {error}')}", file=sys.stderr)
+    finally:
+        policy.close()
+        if remote is not None:
+            remote.close()
+        print(f"[END] success={str(score >= threshold).lower()} steps={steps} score={score:.3f} "
+              f"rewards={','.join(f'{r:.2f}' for r in rewards)}", flush=True)
+
+
+def main() -> None:
+    scenario = os.environ.get("SCENARIO", "product_launch_failure")
+    seed = int(os.environ.get("RUN_SEED", "42"))
+    max_steps = int(os.environ["MAX_STEPS"]) if os.environ.get("MAX_STEPS") else None
+    threshold = float(os.environ.get("SUCCESS_THRESHOLD", str(SUCCESS_THRESHOLD)))
+    config = model_config()
+    if config is None:
+        print("inference.py: MODEL_NAME is not set; the heuristic champion plays.", file=sys.stderr)
+    for task in TASKS:
+        play(config, task, scenario, seed, max_steps, threshold)
+
+
+if __name__ == "__main__":
+    main()

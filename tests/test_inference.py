@@ -1,0 +1,105 @@
+"""inference.py: the exact [START]/[STEP]/[END] lines, in process, against the real server, and under faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from fake_openai import Script, serve
+from helpers import REPO_ROOT
+
+from aaos.server.app import create_app
+from aaos.server.background import BackgroundServer
+
+START = re.compile(r"^\[START\] task=(?P<task>\w+) env=aaos model=(?P<model>\S+)$")
+STEP = re.compile(r"^\[STEP\] step=(?P<step>\d+) action=(?P<action>\{.*\}) reward=(?P<reward>\d+\.\d{2}) "
+                  r"done=(?P<done>true|false) error=(?P<error>.+)$")
+END = re.compile(r"^\[END\] success=(?P<success>true|false) steps=(?P<steps>\d+) score=(?P<score>\d\.\d{3}) "
+                 r"rewards=(?P<rewards>(\d+\.\d{2}(,\d+\.\d{2})*)?)$")
+TASKS = ["org_simulation", "crisis_management", "full_episode"]
+
+
+def run_inference(**env: str) -> subprocess.CompletedProcess[str]:
+    variables = {k: v for k, v in os.environ.items() if k not in ("MODEL_NAME", "ENV_BASE_URL", "HF_TOKEN")}
+    variables.update(PYTHONPATH=str(REPO_ROOT), **env)
+    return subprocess.run([sys.executable, "inference.py"], cwd=REPO_ROOT, env=variables, capture_output=True,
+                          text=True, timeout=600, check=True)
+
+
+def episodes(stdout: str) -> Iterator[tuple[dict[str, str], list[dict[str, str]], dict[str, str]]]:
+    """Every line matched strictly; yields (start, steps, end) per episode."""
+    lines = stdout.splitlines()
+    index = 0
+    while index < len(lines):
+        start = START.match(lines[index])
+        assert start, lines[index]
+        index += 1
+        steps = []
+        while index < len(lines) and lines[index].startswith("[STEP]"):
+            step = STEP.match(lines[index])
+            assert step, lines[index]
+            steps.append(step.groupdict())
+            index += 1
+        end = END.match(lines[index])
+        assert end, lines[index]
+        index += 1
+        yield start.groupdict(), steps, end.groupdict()
+
+
+def check_episode(steps: list[dict[str, str]], end: dict[str, str], threshold: float = 0.7) -> None:
+    assert [int(s["step"]) for s in steps] == list(range(1, len(steps) + 1))
+    assert int(end["steps"]) == len(steps)
+    assert [s["done"] for s in steps] == ["false"] * (len(steps) - 1) + ["true"]
+    assert end["rewards"].split(",") == [s["reward"] for s in steps]
+    assert end["success"] == str(float(end["score"]) >= threshold).lower()
+    for step in steps:
+        assert set(json.loads(step["action"])) <= {"product_manager", "engineer", "data_analyst", "risk_compliance",
+                                                    "operations", "oversight"}
+
+
+def test_champion_in_process_prints_exact_lines() -> None:
+    done = run_inference()
+    assert "MODEL_NAME is not set" in done.stderr
+    played = list(episodes(done.stdout))
+    assert [start["task"] for start, _, _ in played] == TASKS
+    for start, steps, end in played:
+        assert start["model"] == "heuristic-champion"
+        check_episode(steps, end)
+        assert end["success"] == "true" and all(s["error"] == "null" for s in steps)
+    assert len(played[2][1]) == 50  # full_episode always runs to max_steps
+
+
+def test_against_the_real_server_the_lines_are_identical() -> None:
+    local = run_inference(RUN_SEED="7", MAX_STEPS="12")
+    with BackgroundServer(create_app()) as server:
+        remote = run_inference(RUN_SEED="7", MAX_STEPS="12", ENV_BASE_URL=server.url)
+    assert remote.stdout == local.stdout
+    for _, steps, end in episodes(remote.stdout):
+        check_episode(steps, end)
+        assert len(steps) <= 12
+
+
+def test_a_failing_model_still_completes_every_episode() -> None:
+    with serve(Script(modes=["server_error"])) as url:
+        done = run_inference(MODEL_NAME="fake-model", API_BASE_URL=url, HF_TOKEN="hf_" + "x" * 30, MAX_STEPS="3")
+    played = list(episodes(done.stdout))
+    assert [start["model"] for start, _, _ in played] == ["fake-model"] * 3
+    for _, steps, end in played:
+        check_episode(steps, end)
+        assert int(end["steps"]) <= 3
+    assert "hf_xxx" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9"])
+def test_end_is_printed_even_when_the_episode_cannot_start(url: str) -> None:
+    done = run_inference(ENV_BASE_URL=url)
+    played = list(episodes(done.stdout))
+    assert len(played) == 3
+    for _, steps, end in played:
+        assert steps == [] and end == {"success": "false", "steps": "0", "score": "0.000", "rewards": ""}
+    assert "stopped" in done.stderr
