@@ -1,0 +1,118 @@
+"""The manual-play action form: payload fields from a role's legal actions, reading them back, raw JSON,
+and checking an action before it is queued. Plain Python; no gradio.
+
+A form has a fixed number of field slots (the most payload fields any action of any environment has);
+each field is either a choice among the current world's values (task ids, roles, risk ids, ...) or
+free text, exactly as `legal_actions(role)` describes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aaos.core.actions import ParsedAction, parse_action
+from aaos.core.env import Environment
+from aaos.core.spec import EnvSpec
+
+Action = dict[str, Any]
+LegalActions = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One payload field: `choices` lists the valid values now, or is None for free text."""
+
+    name: str
+    choices: tuple[Any, ...] | None
+    description: str
+
+    @property
+    def label(self) -> str:
+        return self.name.replace("_", " ").capitalize()
+
+
+def slot_count(specs: Sequence[EnvSpec]) -> int:
+    """How many field slots a form needs: the most payload fields of any action of these environments."""
+    return max(len(action.payload.model_fields) for spec in specs for action in spec.actions)
+
+
+def action_fields(spec: EnvSpec, legal: LegalActions, action_type: str) -> list[Field]:
+    """The payload fields of a legal action type, with their current choices and descriptions."""
+    action_spec = spec.action(action_type)
+    model_fields = action_spec.payload.model_fields if action_spec else {}
+    fields = []
+    for name, choices in legal.get(action_type, {}).items():
+        info = model_fields.get(name)
+        description = (info.description if info and info.description else "") or ""
+        fields.append(Field(name, tuple(choices) if isinstance(choices, list) else None, description))
+    return fields
+
+
+def choice_label(value: Any) -> str:
+    """How a choice is shown (and sent back) in a dropdown."""
+    return str(value)
+
+
+def read_form(fields: Sequence[Field], values: Sequence[Any]) -> Action:
+    """The payload from the slot values (one per field, in order); dropdown labels map back to typed
+    choices, anything else is passed on as given so that validation can name the problem."""
+    payload: dict[str, Any] = {}
+    for field, value in zip(fields, values, strict=False):
+        if field.choices is None:
+            payload[field.name] = "" if value is None else str(value)
+        else:
+            by_label = {choice_label(c): c for c in field.choices}
+            payload[field.name] = by_label.get(choice_label(value), value) if value is not None else None
+    return payload
+
+
+def default_payload(fields: Sequence[Field]) -> Action:
+    """The payload a fresh form starts with: the first choice of each choice field, empty text otherwise."""
+    return {f.name: f.choices[0] if f.choices else "" for f in fields}
+
+
+def to_json(action_type: str, payload: Action) -> str:
+    """An action as the raw-JSON editor shows it."""
+    return json.dumps({"action_type": action_type, "payload": payload}, indent=2)
+
+
+def parse_raw(text: str | None) -> Action | str:
+    """The action in the raw-JSON editor, or a message saying what is wrong with the text."""
+    if not text or not text.strip():
+        return 'Raw JSON is empty: write an action like {"action_type": "query_metrics", "payload": {}}.'
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return f"Raw JSON is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+    if not isinstance(value, dict):
+        return 'Raw JSON must be an object like {"action_type": "query_metrics", "payload": {}}.'
+    return value
+
+
+def _listing(values: Sequence[Any], limit: int = 8) -> str:
+    shown = ", ".join(choice_label(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def check_action(env: Environment, role: str, action: Action) -> ParsedAction | str:
+    """The action parsed, if `role` can take it now; otherwise a readable message saying why not.
+
+    The environment's own parser judges the shape, the permission and the payload; the role's legal
+    actions judge whether the action type is possible now and whether each id is one of the current ones.
+    """
+    parsed = parse_action(env.spec, role, action)
+    if not isinstance(parsed, ParsedAction):
+        return parsed.message
+    legal = env.legal_actions(role)
+    name = parsed.action_type
+    if name not in legal:
+        return (f"{name} is not possible for {role} right now (nothing to act on); "
+                f"possible now: {_listing(list(legal))}.")
+    payload = parsed.payload.model_dump()
+    for field, choices in legal[name].items():
+        if isinstance(choices, list) and payload.get(field) not in choices:
+            return f"{field} '{payload.get(field)}' is not one of the current choices: {_listing(choices)}."
+    return parsed

@@ -1,0 +1,163 @@
+"""One browser session's simulation: its environment, queued actions and trajectory. Plain Python; no gradio.
+
+Each browser tab owns one Session (kept in a gr.State). Every callback that touches it holds
+`session.lock`, so two events of one tab never interleave on its simulation.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+import aaos
+from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.trajectory import EpisodeMeta, step_record, write_jsonl
+from aaos.ui.forms import Action, check_action
+
+Others = Literal["no_op", "champion"]
+"""What roles without a queued action do on Step: nothing, or what the champion policy would do."""
+CHAMPION = "heuristic"
+ACTION_LOG_COLUMNS: tuple[str, ...] = ("step", "role", "action_type", "payload", "status", "reason", "message")
+
+
+@functools.cache
+def default_meta(env_id: str) -> EpisodeMeta:
+    """The environment's own default task and scenario, seed 0."""
+    observation = aaos.make(env=env_id).reset()
+    return EpisodeMeta(env_id, observation["task"], observation["scenario_id"], 0)
+
+
+class SessionClosed(RuntimeError):
+    """The session's simulation was freed (its tab closed or it expired)."""
+
+
+class Session:
+    """An episode played in one browser tab.
+
+    meta: the episode's environment, task, scenario and seed. queue: role -> action for the next Step.
+    records: one trajectory record per step taken. initial_scores: the reward components right after reset
+    (step 0 of the charts). generation: changes when a running agent must give way silently (a reset or
+    another run); agent: the generation of the running agent, if any; stop_requested: Stop was pressed.
+    """
+
+    def __init__(self, meta: EpisodeMeta) -> None:
+        self.lock = threading.Lock()
+        self.meta = meta
+        self.generation = 0
+        self.agent: int | None = None
+        self.stop_requested = False
+        self.closed = False
+        self.queue: dict[str, Action] = {}
+        self.records: list[dict[str, Any]] = []
+        self.initial_scores: dict[str, float | None] = {}
+        self._workdir: Path | None = None
+        self._env: Environment | None = None
+        self.reset(meta)
+
+    @property
+    def env(self) -> Environment:
+        if self._env is None:
+            raise SessionClosed("this session was closed; reload the page for a new one")
+        return self._env
+
+    @property
+    def observation(self) -> Observation:
+        return self.env.observation()
+
+    @property
+    def step_count(self) -> int:
+        return len(self.records)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.records) and self.records[-1]["done"]
+
+    @property
+    def score(self) -> float | None:
+        """The graded composite after the last step (the episode score once done); None before any step."""
+        return self.records[-1]["score"] if self.records else None
+
+    def reset(self, meta: EpisodeMeta) -> None:
+        """Start a new episode; raises ValueError (and keeps the current episode) if `meta` is not playable."""
+        env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
+        observation = env.reset()
+        self._env = env
+        self.meta = meta
+        self.interrupt()
+        self.queue.clear()
+        self.records.clear()
+        self.initial_scores = dict(observation.get("partial_scores", {}))
+
+    def interrupt(self) -> int:
+        """Make any running agent give way; returns the new generation."""
+        self.generation += 1
+        return self.generation
+
+    def start_agent(self) -> int:
+        """A new agent run takes over (a running one gives way); returns its generation."""
+        self.stop_requested = False
+        self.agent = self.interrupt()
+        return self.agent
+
+    def queue_action(self, role: str, action: Action) -> str | None:
+        """Queue `action` for `role` (replacing any queued one); returns why not, or None once queued."""
+        if self.done:
+            return "The episode is over: press Reset to start a new one."
+        if role not in self.env.spec.roles:
+            return f"Unknown role '{role}'; roles are: {', '.join(self.env.spec.roles)}."
+        parsed = check_action(self.env, role, action)
+        if isinstance(parsed, str):
+            return parsed
+        self.queue[role] = {"action_type": parsed.action_type, "payload": parsed.payload.model_dump()}
+        return None
+
+    def joint_action(self, others: Others) -> JointAction:
+        """The queued actions, plus the champion's choice for every other role if `others` is "champion"."""
+        joint = dict(self.queue)
+        if others == "champion":
+            champion = aaos.policies.make(CHAMPION, env=self.meta.env)
+            for role, view in self.observation["agent_observations"].items():
+                if role not in joint:
+                    joint[role] = champion.act_role(role, view)
+        return joint
+
+    def step(self, joint: JointAction) -> StepResult:
+        """Take one step with `joint` and record it; the queue is emptied. Raises aaos.EpisodeDone once done."""
+        env = self.env
+        result = env.step(joint)
+        self.records.append(step_record(self.meta, self.step_count + 1, joint, result, env.state()))
+        self.queue.clear()
+        return result
+
+    def export(self) -> tuple[Path, Path]:
+        """Write the trajectory (JSONL) and the environment's action log (CSV: every role's action at every
+        step, no-ops included, oldest first) to this session's folder."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="aaos-ui-"))
+        m = self.meta
+        stem = f"aaos_{m.env}_{m.task}_{Path(m.scenario).stem}_seed{m.seed}_step{self.step_count}"
+        trajectory = write_jsonl(self.records, self._workdir / f"{stem}_trajectory.jsonl")
+        actions = self._workdir / f"{stem}_actions.csv"
+        with actions.open("w", newline="", encoding="utf-8") as out:
+            writer = csv.DictWriter(out, fieldnames=ACTION_LOG_COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            for entry in self.env.state().get("log", []):
+                writer.writerow({**entry, "payload": json.dumps(entry.get("payload", {}), sort_keys=True)})
+        return trajectory, actions
+
+    def close(self) -> None:
+        """Free the simulation and the session's files (the tab closed or the session expired)."""
+        with self.lock:
+            self.closed = True
+            self._env = None
+            self.queue.clear()
+            self.records.clear()
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+                self._workdir = None

@@ -1,0 +1,389 @@
+"""The Space's event handlers, called as the layout calls them (no browser, no server)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+import pytest
+from ui_fixtures import PYTHON_REPRS, fingerprint, named, queue_form, queue_raw, reset, step
+
+import aaos
+from aaos.core.trajectory import TRAJECTORY_VERSION
+from aaos.ui import callbacks, charts, formatting
+from aaos.ui.layout import build_blocks
+from aaos.ui.session import SessionClosed
+
+
+def rendered_text(outputs: dict[str, Any]) -> str:
+    """Every HTML string and table cell of a handler's outputs."""
+    parts = []
+    for value in outputs.values():
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, pd.DataFrame):
+            parts.extend(str(cell) for cell in value.to_numpy().ravel())
+    return "\n".join(parts)
+
+
+def assert_no_reprs(outputs: dict[str, Any]) -> None:
+    text = rendered_text(outputs)
+    for marker in PYTHON_REPRS:
+        assert marker not in text, f"{marker!r} in rendered output"
+
+
+def message_of(outputs: dict[str, Any]) -> str:
+    return outputs["message"]
+
+
+def test_reset_starts_an_episode_with_six_cards_and_the_role_form() -> None:
+    out = reset(role="engineer")
+    session = out["session"]
+    assert session.step_count == 0 and not session.done
+    assert "0 / 50" in out["status"] and "Aggressive deadline" in out["status"]
+    assert out["cards"].count('class="aaos-card"') == len(aaos.spec("org").roles)
+    assert out["action_type"]["choices"] == [(a, a) for a in session.env.legal_actions("engineer")]
+    assert out["action_type"]["value"] != "no_op"
+    assert "aaos-message-ok" in message_of(out)
+    assert_no_reprs(out)
+
+
+def test_reset_switches_task_scenario_and_holdout_seed() -> None:
+    session = reset()["session"]
+    out = reset(session, task="org_simulation", scenario="vendor_outage_cascade", seed=10001)
+    assert out["session"] is session
+    assert session.meta.task == "org_simulation" and session.meta.seed == 10001
+    assert "0 / 20" in out["status"] and "holdout variant" in out["status"]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, None])
+def test_a_bad_seed_is_refused_and_keeps_the_episode(seed: float | None) -> None:
+    session = reset()["session"]
+    step(session)
+    before = fingerprint(session)
+    out = reset(session, task="org_simulation", seed=seed)
+    assert "aaos-message-error" in message_of(out) and "seed" in message_of(out)
+    assert fingerprint(session) == before and session.meta.task == "full_episode"
+
+
+def test_queue_from_the_form_then_step() -> None:
+    session = reset()["session"]
+    queued = queue_form(session, "product_manager", "delegate_task", task_id="task_frontend", to="engineer")
+    assert "Queued for Product manager" in queued["message"]
+    assert session.queue["product_manager"] == {"action_type": "delegate_task",
+                                                "payload": {"task_id": "task_frontend", "to": "engineer"}}
+    assert "Queued:" in queued["cards"]
+    assert list(queued["queue"].iloc[0]) == ["Product manager", "delegate_task",
+                                             "task_id: task_frontend · to: engineer"]
+
+    out = step(session)
+    result = session.records[-1]["action_results"]["product_manager"]
+    assert result["status"] == "applied" and result["payload"]["task_id"] == "task_frontend"
+    assert session.step_count == 1 and session.queue == {}
+    assert "1 / 50" in out["status"] and out["queue"].empty
+    assert set(out["reward_plot"]["value"]["series"]) >= {"Business success", charts.SCORE_SERIES}
+    assert set(out["delivery_plot"]["value"]["step"]) == {1} and out["delivery_plot"]["x_lim"] == [0, 50]
+    assert "delegate_task" in set(out["actions"]["Action"])
+    assert_no_reprs(out)
+
+
+def test_amounts_come_back_as_numbers_from_the_dropdown() -> None:
+    session = reset(scenario="resource_conflict")["session"]
+    out = queue_form(session, "engineer", "request_resource", resource_type="compute", amount="15")
+    assert "Queued" in out["message"], out["message"]
+    assert session.queue["engineer"]["payload"] == {"amount": 15, "resource_type": "compute"}
+
+
+INVALID = [
+    ("not json", "Raw JSON is not valid JSON"),
+    ("[1, 2]", "Raw JSON must be an object"),
+    ("", "Raw JSON is empty"),
+    ('{"action_type": "fly_to_the_moon", "payload": {}}', "unknown action_type"),
+    ('{"action_type": "approve_resource", "payload": {"amount": 5, "resource_type": "compute"}}',
+     "engineer may not use approve_resource"),
+    ('{"action_type": "propose_plan", "payload": {"plan": ""}}', "payload.plan"),
+    ('{"action_type": "propose_plan", "payload": {}}', "payload.plan: Field required"),
+    ('{"action_type": "delegate_task", "payload": {"task_id": "task_nope", "to": "engineer"}}',
+     "task_id 'task_nope' is not one of the current choices"),
+    ('{"action_type": "delegate_task", "payload": {"task_id": "task_frontend", "to": "ceo"}}', "payload.to"),
+    ('{"action_type": "resolve_incident", "payload": {"incident_id": "incident_x"}}', "not possible for engineer"),
+    ('{"action_type": "query_metrics", "payload": {}, "extra": 1}', "unexpected keys"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), INVALID)
+def test_invalid_raw_json_shows_a_readable_message_and_changes_nothing(text: str, expected: str) -> None:
+    session = reset()["session"]
+    queue_form(session, "product_manager", "delegate_task", task_id="task_backend", to="engineer")
+    before = fingerprint(session)
+    out = queue_raw(session, "engineer", text)
+    assert "aaos-message-error" in out["message"] and expected in out["message"], out["message"]
+    assert fingerprint(session) == before
+    assert "Traceback" not in out["message"]
+
+
+def test_invalid_form_values_are_refused() -> None:
+    session = reset()["session"]
+    before = fingerprint(session)
+    out = queue_form(session, "engineer", "propose_plan", plan="")
+    assert "Not queued" in out["message"] and "payload.plan" in out["message"]
+    out = queue_form(session, "product_manager", "delegate_task", task_id="task_gone", to="engineer")
+    assert "is not one of the current choices" in out["message"]
+    assert fingerprint(session) == before
+
+
+def test_raw_json_is_queued_like_the_form() -> None:
+    session = reset()["session"]
+    out = queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    assert "Queued for Engineer: query_metrics" in out["message"]
+    assert session.queue == {"engineer": {"action_type": "query_metrics", "payload": {}}}
+
+
+def test_clear_queue() -> None:
+    session = reset()["session"]
+    queue_raw(session, "engineer", '{"action_type": "query_metrics"}')
+    out = named(callbacks.clear_queue(None, session), ("session", "queue", "cards", "message"))
+    assert session.queue == {} and out["queue"].empty and "Queued:" not in out["cards"]
+
+
+def test_roles_without_an_action_follow_the_champion_when_asked() -> None:
+    session = reset()["session"]
+    queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    champion = aaos.policies.make("heuristic").act(session.observation)
+    step(session, others="champion")
+    sent = session.records[-1]["joint_action"]
+    assert sent["engineer"] == {"action_type": "query_metrics", "payload": {}}
+    assert {role: action for role, action in sent.items() if role != "engineer"} == {
+        role: action for role, action in champion.items() if role != "engineer"}
+
+
+def test_roles_without_an_action_do_nothing_by_default() -> None:
+    session = reset()["session"]
+    step(session)
+    assert session.records[-1]["joint_action"] == {}
+    assert {r["action_type"] for r in session.records[-1]["action_results"].values()} == {"no_op"}
+
+
+def test_stepping_a_finished_episode_is_refused() -> None:
+    session = reset(task="org_simulation")["session"]
+    for _ in callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False):
+        pass
+    assert session.done
+    before = fingerprint(session)
+    out = step(session)
+    assert "The episode is over" in out["message"] and fingerprint(session) == before
+    out = queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    assert "The episode is over" in out["message"] and session.queue == {}
+
+
+@pytest.mark.parametrize("policy", ["heuristic", "random"])
+def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
+    session = reset(task="crisis_management", scenario="silent_data_drift", seed=3)["session"]
+    outputs = [named(o) for o in callbacks.run_agent(None, session, policy, 0, "engineer", None, False)]
+    assert [int(o["status"].split('id="aaos-stat-step">')[1].split(" /")[0]) for o in outputs] == list(
+        range(1, len(outputs) + 1))
+    assert session.done and "final" in outputs[-1]["status"] and "Episode over, final score" in outputs[-1]["message"]
+    env = aaos.make("crisis_management", scenario="silent_data_drift", seed=3)
+    agent = aaos.policies.make(policy, seed=3)
+    observation = env.reset()
+    while True:
+        result = env.step(agent.act(observation))
+        observation = result.observation
+        if result.done:
+            break
+    assert session.score == pytest.approx(result.info["score"])
+    assert_no_reprs(outputs[-1])
+
+
+def test_agent_run_continues_a_manual_episode_and_restarts_a_finished_one() -> None:
+    session = reset(task="org_simulation")["session"]
+    step(session)
+    runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    first = named(next(runs))
+    assert first["session"].step_count == 2
+    for _ in runs:
+        pass
+    first = named(next(callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)))
+    assert first["session"].step_count == 1 and not session.done
+
+
+def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> None:
+    session = reset()["session"]
+    idle = callbacks.stop_agent(session)
+    assert "No agent is running" in idle[0]
+
+    runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    next(runs)
+    next(runs)
+    assert callbacks.stop_agent(session) == (gr.update(),)
+    last = [named(o) for o in runs]
+    assert len(last) == 1 and "Agent stopped at step 2" in last[0]["message"] and "2 / 50" in last[0]["status"]
+    assert session.step_count == 2 and session.agent is None
+
+    runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    next(runs)
+    reset(session)
+    assert list(runs) == [] and session.step_count == 0
+
+    first = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    next(first)
+    second = callbacks.run_agent(None, session, "random", 0, "engineer", None, False)
+    next(second)
+    assert list(first) == [] and session.step_count == 2 and session.agent is not None
+    second.close()
+    assert session.agent is None
+
+
+def test_export_writes_the_trajectory_and_the_action_log() -> None:
+    session = reset(task="org_simulation")["session"]
+    out = named(callbacks.export(None, session), ("session", "files", "message"))
+    assert out["files"] is None and "Nothing to export yet" in out["message"]
+    queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    step(session)
+    step(session, others="champion")
+    out = named(callbacks.export(None, session), ("session", "files", "message"))
+    trajectory, actions = out["files"]["value"]
+    assert out["files"]["visible"] and trajectory.endswith(".jsonl") and actions.endswith(".csv")
+    records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] for r in records] == [1, 2]
+    assert all(r["version"] == TRAJECTORY_VERSION and r["task"] == "org_simulation" for r in records)
+    assert records[0]["joint_action"] == {"engineer": {"action_type": "query_metrics", "payload": {}}}
+    with open(actions, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(session.env.state()["log"]) == 2 * len(aaos.spec("org").roles)
+    assert rows[1]["role"] == "engineer" and rows[1]["action_type"] == "query_metrics"
+    assert json.loads(rows[1]["payload"]) == {}
+
+
+def test_two_sessions_keep_separate_simulations() -> None:
+    first, second = reset()["session"], reset()["session"]
+    queue_raw(first, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    step(first)
+    step(first)
+    assert first.step_count == 2 and second.step_count == 0 and second.queue == {}
+    assert first.env is not second.env
+
+
+def test_closing_the_tab_frees_the_simulation() -> None:
+    request = SimpleNamespace(session_hash="tab-1")
+    session = named(callbacks.reset(request, None, "org", "full_episode", "product_launch_failure", 0,
+                                    "engineer", False))["session"]
+    callbacks.unload(request)
+    assert session.closed and "tab-1" not in callbacks._OPEN
+    with pytest.raises(SessionClosed):
+        _ = session.env
+    out = step(session)
+    assert out["session"] is not session and out["session"].step_count == 1
+
+
+def test_expiry_callback_frees_the_simulation() -> None:
+    session = reset()["session"]
+    step(session)
+    trajectory, _ = session.export()
+    callbacks.close_session(session)
+    assert session.closed and not trajectory.exists()
+    callbacks.close_session(None)
+
+
+def test_events_of_one_session_never_interleave() -> None:
+    session = reset()["session"]
+    threads = [threading.Thread(target=step, args=(session,)) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r["step"] for r in session.records] == list(range(1, 9))
+    assert session.observation["step_count"] == 8
+
+
+def test_role_and_action_choices_follow_the_world() -> None:
+    session = reset()["session"]
+    out = named(callbacks.choose_action(None, session, "operations", "approve_resource", False),
+                ("session", *callbacks.COMPOSER))
+    legal = session.env.legal_actions("operations")
+    assert "approve_resource" not in legal  # nothing is pending yet
+    assert out["action_type"]["value"] == next(a for a in legal if a != "no_op")
+    out = named(callbacks.choose_action(None, session, "product_manager", "delegate_task", False),
+                ("session", *callbacks.COMPOSER))
+    assert out["action_type"]["value"] == "delegate_task"
+    assert out["choice_0"]["visible"] and out["choice_0"]["label"] == "Task id"
+    assert [value for _, value in out["choice_0"]["choices"]] == legal_ids(session, "product_manager")
+    assert out["choice_1"]["choices"] == [(r, r) for r in aaos.spec("org").roles]
+    assert not out["text_0"]["visible"] and not out["raw_json"]["visible"]
+    out = named(callbacks.choose_action(None, session, "engineer", "report_anomaly", False),
+                ("session", *callbacks.COMPOSER))
+    shown = {name: out[name]["label"] for name in (*callbacks.CHOICE_SLOTS, *callbacks.TEXT_SLOTS)
+             if out[name]["visible"]}
+    assert shown == {"text_0": "Description", "choice_1": "Severity"}
+
+
+def legal_ids(session: Any, role: str) -> list[str]:
+    return session.env.legal_actions(role)["delegate_task"]["task_id"]
+
+
+def test_raw_toggle_carries_the_form_values_into_the_json() -> None:
+    session = reset()["session"]
+    slots = ["task_launch_plan", "product_manager", "", ""]
+    outputs = callbacks.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
+    assert outputs[0]["visible"] and json.loads(outputs[0]["value"]) == {
+        "action_type": "delegate_task", "payload": {"task_id": "task_launch_plan", "to": "product_manager"}}
+    assert not any(update["visible"] for update in outputs[1:])
+    outputs = callbacks.toggle_raw(session, "product_manager", "delegate_task", False, *slots)
+    assert not outputs[0]["visible"] and outputs[1]["visible"] and outputs[2]["visible"]
+
+
+def test_nothing_renders_as_a_python_repr_over_a_random_episode() -> None:
+    session = reset(scenario="policy_change_shock", seed=7)["session"]
+    for outputs in callbacks.run_agent(None, session, "random", 0, "operations", None, False):
+        assert_no_reprs(named(outputs))
+    assert session.done
+
+
+def test_the_environment_choice_lists_tasks_and_scenarios_of_both_splits() -> None:
+    tasks, scenarios = callbacks.choose_env("org")
+    assert [value for _, value in tasks["choices"]] == [t["id"] for t in aaos.list_tasks()]
+    labels = dict((value, label) for label, value in scenarios["choices"])
+    assert labels["vendor_outage_cascade"].endswith("(holdout)")
+    assert labels["product_launch_failure"].endswith("(train)")
+
+
+def test_text_formatting_never_shows_python_values() -> None:
+    assert formatting.text(None) == "—"
+    assert formatting.text(True) == "yes"
+    assert formatting.text({"compute": 20, "budget": 5}) == "compute 20, budget 5"
+    assert formatting.text([1, "a"]) == "1, a"
+    assert formatting.text(0.125) == "0.125"
+    assert formatting.metric_text("latency", 212.0) == "212 ms"
+    assert formatting.metric_text("error_rate", 0.021) == "2.1 %"
+    assert formatting.payload_text({"task_id": "t", "to": "engineer"}) == "task_id: t · to: engineer"
+    assert "&lt;script&gt;" in formatting.message("<script>")
+
+
+def test_the_timeline_shows_the_newest_entries_first_and_says_when_it_is_cut() -> None:
+    session = reset()["session"]
+    for _ in callbacks.run_agent(None, session, "random", 0, "engineer", None, False):
+        pass
+    html = formatting.timeline(session.observation, session.records)
+    steps = [int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', html)]
+    assert len(steps) == formatting.TIMELINE_LIMIT and steps == sorted(steps, reverse=True)
+    assert steps[0] == session.step_count - 1 and "Older entries are in the action log" in html
+    assert "Nothing has happened yet" in formatting.timeline({}, [])
+
+
+def test_the_layout_keeps_one_expiring_simulation_per_tab_and_no_public_api() -> None:
+    blocks = build_blocks()
+    states = [b for b in blocks.blocks.values() if isinstance(b, gr.State)]
+    assert len(states) == 1
+    assert states[0].time_to_live == callbacks.SESSION_TTL_S and states[0].delete_callback is callbacks.close_session
+    fns = list(blocks.fns.values())
+    assert any(fn.fn is callbacks.unload for fn in fns)
+    assert all(fn.api_visibility == "private" for fn in fns if fn.fn is not callbacks.unload)
+    ids = {b.elem_id for b in blocks.blocks.values() if getattr(b, "elem_id", None)}
+    assert {"aaos-step", "aaos-run", "aaos-stop", "aaos-reset", "aaos-queue-button", "aaos-reward-plot"} <= ids

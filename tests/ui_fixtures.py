@@ -1,0 +1,114 @@
+"""Helpers for the Space's tests: calling the handlers as the layout does, and running the real server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from aaos.core.trajectory import state_hash
+from aaos.ui import callbacks
+from aaos.ui.session import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+FULL_OUTPUTS: tuple[str, ...] = ("session", *callbacks.DASHBOARD, *callbacks.COMPOSER)
+"""The names of the outputs of reset, step and run_agent, in order."""
+QUEUE_OUTPUTS: tuple[str, ...] = ("session", "queue", "cards", "message")
+PYTHON_REPRS: tuple[str, ...] = ("None", "{'", "['", "True", "False", "<aaos", "object at 0x", "Traceback")
+"""Text that would give away a Python repr (or a traceback) in rendered output."""
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS: tuple[str, ...] = ("--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
+                                  "--disable-component-update", "--disable-sync", "--no-first-run")
+
+
+def named(outputs: Sequence[Any], names: Sequence[str] = FULL_OUTPUTS) -> dict[str, Any]:
+    """A handler's outputs by name."""
+    assert len(outputs) == len(names), f"{len(outputs)} outputs for {len(names)} names"
+    return dict(zip(names, outputs, strict=True))
+
+
+def reset(session: Session | None = None, task: str = "full_episode", scenario: str = "product_launch_failure",
+          seed: float | None = 0, role: str = "engineer") -> dict[str, Any]:
+    return named(callbacks.reset(None, session, "org", task, scenario, seed, role, False))
+
+
+def form_slots(values: dict[str, Any], session: Session, role: str, action_type: str) -> list[Any]:
+    """The slot values the form would send for these payload fields (dropdowns first, then textboxes)."""
+    _, fields = callbacks.form_fields(session, role, action_type)
+    choices: list[Any] = [None] * callbacks.SLOTS
+    texts: list[Any] = [""] * callbacks.SLOTS
+    for i, field in enumerate(fields):
+        if field.name in values:
+            (choices if field.choices is not None else texts)[i] = values[field.name]
+    return [*choices, *texts]
+
+
+def queue_form(session: Session, role: str, action_type: str, **payload: Any) -> dict[str, Any]:
+    slots = form_slots(payload, session, role, action_type)
+    return named(callbacks.queue_action(None, session, role, action_type, False, "", *slots), QUEUE_OUTPUTS)
+
+
+def queue_raw(session: Session, role: str, text: str) -> dict[str, Any]:
+    slots = [None] * callbacks.SLOTS + [""] * callbacks.SLOTS
+    return named(callbacks.queue_action(None, session, role, None, True, text, *slots), QUEUE_OUTPUTS)
+
+
+def step(session: Session, others: str = "no_op", role: str = "engineer") -> dict[str, Any]:
+    return named(callbacks.step(None, session, others, role, None, False))
+
+
+def fingerprint(session: Session) -> tuple[str, int, dict[str, Any]]:
+    """What must not change after a rejected input: the state, the step count and the queue."""
+    return state_hash(session.env.state()), session.step_count, dict(session.queue)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.1) -> None:
+    """Poll `condition` until it holds; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(poll)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def running_space(log: Path, timeout: float = 90) -> Iterator[str]:
+    """Run `python app.py` on a free loopback port; yields its base URL and stops it afterwards."""
+    port = free_port()
+    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_until(lambda: process.poll() is not None or _healthy(url), timeout, "the Space to answer /health")
+            assert process.poll() is None, f"the Space exited early; see {log}"
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
