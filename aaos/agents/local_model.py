@@ -30,6 +30,10 @@ INSTALL_HINT = (
 )
 CONTEXT_TOKENS = 8192
 READY_TIMEOUT_S = 120.0
+MAX_ANSWER_TOKENS = 96
+"""A per-role answer is about 30 tokens; the cap keeps a rambling small model from burning CPU."""
+JOINT_ANSWER_FACTOR = 4
+"""A joint answer (six actions) may use this many times the per-role cap."""
 THREADS = max(1, min(4, os.cpu_count() or 1))
 """llama.cpp's server uses one thread for generation by default; use the cores (up to 4)."""
 
@@ -101,7 +105,8 @@ class LocalModelServer:
     def config(self, mode: Mode = "per_role") -> LLMConfig:
         """How agents reach it: llama.cpp constrains output with json_object plus a schema."""
         return LLMConfig(model=MODEL_NAME, base_url=self.base_url, mode=mode, response_format="json_object",
-                         max_tokens=160, timeout_s=120.0, max_retries=1)
+                         max_tokens=MAX_ANSWER_TOKENS * (1 if mode == "per_role" else JOINT_ANSWER_FACTOR),
+                         timeout_s=120.0, max_retries=1)
 
 
 _shared: LocalModelServer | None = None

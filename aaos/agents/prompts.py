@@ -116,8 +116,12 @@ def role_system_prompt(role: str, spec: EnvSpec) -> str:
     )
 
 
+EMPTY: tuple[Any, ...] = ([], {}, "hidden", None)
+"""View values left out of prompts: they say nothing, and small models read every token."""
+
+
 def role_user_prompt(view: dict[str, Any]) -> str:
-    shown = {k: v for k, v in view.items() if k not in VIEW_FIELDS_HIDDEN_FROM_PROMPT}
+    shown = {k: v for k, v in view.items() if k not in VIEW_FIELDS_HIDDEN_FROM_PROMPT and v not in EMPTY}
     return (
         f"Step {view['step']}. Your view as {view['role']}:\n{_compact(shown)}\n"
         f"Your legal actions now:\n{describe_legal(view['legal_actions'])}"
