@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from fake_openai import Script, serve
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 from ui_fixtures import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_space, wait_until
 
@@ -208,3 +209,49 @@ def test_stop_cancels_a_running_agent(page: Page) -> None:
     expect_step(page, stopped + 1)
     expect(page.locator("#aaos-message")).to_contain_text(f"Step {stopped + 1}: reward")
     expect(page.locator("#aaos-stat-state")).to_contain_text("running")
+
+
+def test_a_model_run_shows_its_calls_and_keeps_the_token_out_of_the_page(page: Page) -> None:
+    token = "hf_" + "Br0w" * 8
+    with serve(Script(modes=["ok"], latency_s=0.2)) as url:
+        pick(page, "aaos-policy", "OpenAI-compatible model")
+        expect(page.locator("#aaos-agent-help")).to_contain_text("Model settings")
+        page.locator("#aaos-model-name textarea").fill("fake-model")
+        page.locator("#aaos-base-url textarea").fill(url)
+        secret = page.locator("#aaos-token input")
+        expect(secret).to_have_attribute("type", "password")
+        secret.fill(token)
+        set_delay(page, 0.1)
+        page.locator("#aaos-run").click()
+        usage = page.locator("#aaos-usage")
+        expect(usage).to_contain_text("fake-model")
+        wait_until(lambda: step_count(page) >= 3, 60, "the model to take three steps")
+        page.locator("#aaos-stop").click()
+        expect(page.locator("#aaos-message")).to_contain_text("Agent stopped at step")
+    expect(usage).to_contain_text("Model calls")
+    expect(usage).to_contain_text("0 of")  # no fallback
+    assert token not in page.content() and "Traceback" not in page.content()
+    page.evaluate("window.scrollTo(0, 0)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui_llm_run.png"))
+
+
+def test_the_benchmark_tab_ranks_the_champion_above_random(page: Page) -> None:
+    page.get_by_role("tab", name="Benchmark").click()
+    episodes = page.locator("#aaos-bench-episodes input")
+    episodes.fill("1")
+    episodes.press("Tab")
+    page.locator("#aaos-bench-run").click()
+    status = page.locator("#aaos-bench-status")
+    expect(status).to_contain_text("Done: 20 episodes", timeout=90_000)
+    board = page.locator("#aaos-leaderboard")
+    for name in ("Champion", "Random", "holdout", "train"):
+        expect(board).to_contain_text(name)
+    expect(board.locator("tbody tr").first).to_contain_text("Champion")
+    expect(page.locator("#aaos-bench-chart .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#aaos-gate")).to_contain_text("no promote")
+    expect(page.locator("#aaos-bench-files a")).to_have_count(2)
+    expect(page.locator("#aaos-bench-files a[href$='/results.jsonl']")).to_have_count(1)
+    expect(page.locator("#aaos-bench-files a[href$='/leaderboard.csv']")).to_have_count(1)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui_benchmark.png"), full_page=True)

@@ -11,32 +11,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
-import pandas as pd
 import pytest
-from ui_fixtures import PYTHON_REPRS, fingerprint, named, queue_form, queue_raw, reset, step
+from ui_fixtures import assert_no_reprs, fingerprint, named, queue_form, queue_raw, reset, step
 
 import aaos
 from aaos.core.trajectory import TRAJECTORY_VERSION
 from aaos.ui import callbacks, charts, formatting
 from aaos.ui.layout import build_blocks
 from aaos.ui.session import SessionClosed
-
-
-def rendered_text(outputs: dict[str, Any]) -> str:
-    """Every HTML string and table cell of a handler's outputs."""
-    parts = []
-    for value in outputs.values():
-        if isinstance(value, str):
-            parts.append(value)
-        elif isinstance(value, pd.DataFrame):
-            parts.extend(str(cell) for cell in value.to_numpy().ravel())
-    return "\n".join(parts)
-
-
-def assert_no_reprs(outputs: dict[str, Any]) -> None:
-    text = rendered_text(outputs)
-    for marker in PYTHON_REPRS:
-        assert marker not in text, f"{marker!r} in rendered output"
 
 
 def message_of(outputs: dict[str, Any]) -> str:
@@ -347,11 +329,14 @@ def test_nothing_renders_as_a_python_repr_over_a_random_episode() -> None:
 
 
 def test_the_environment_choice_lists_tasks_and_scenarios_of_both_splits() -> None:
-    tasks, scenarios = callbacks.choose_env("org")
+    tasks, scenarios, bench_tasks, bench_scenarios = callbacks.choose_env("org")
     assert [value for _, value in tasks["choices"]] == [t["id"] for t in aaos.list_tasks()]
-    labels = dict((value, label) for label, value in scenarios["choices"])
-    assert labels["vendor_outage_cascade"].endswith("(holdout)")
-    assert labels["product_launch_failure"].endswith("(train)")
+    for choices in (scenarios, bench_scenarios):
+        labels = dict((value, label) for label, value in choices["choices"])
+        assert labels["vendor_outage_cascade"].endswith("(holdout)")
+        assert labels["product_launch_failure"].endswith("(train)")
+    assert bench_tasks["choices"] == tasks["choices"] and bench_tasks["value"] == ["org_simulation"]
+    assert bench_scenarios["value"] == [s["id"] for s in aaos.list_scenarios()]
 
 
 def test_text_formatting_never_shows_python_values() -> None:

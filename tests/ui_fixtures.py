@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pandas as pd
+import plotly.graph_objects as go
 
 from aaos.core.trajectory import state_hash
 from aaos.ui import callbacks
@@ -22,6 +26,8 @@ ARTIFACTS = ROOT / "artifacts"
 FULL_OUTPUTS: tuple[str, ...] = ("session", *callbacks.DASHBOARD, *callbacks.COMPOSER)
 """The names of the outputs of reset, step and run_agent, in order."""
 QUEUE_OUTPUTS: tuple[str, ...] = ("session", "queue", "cards", "message")
+BENCH_OUTPUTS: tuple[str, ...] = ("session", *callbacks.BENCHMARK)
+"""The names of the outputs of run_benchmark, in order."""
 PYTHON_REPRS: tuple[str, ...] = ("None", "{'", "['", "True", "False", "<aaos", "object at 0x", "Traceback")
 """Text that would give away a Python repr (or a traceback) in rendered output."""
 CHROMIUM = "/usr/bin/chromium"
@@ -33,6 +39,39 @@ def named(outputs: Sequence[Any], names: Sequence[str] = FULL_OUTPUTS) -> dict[s
     """A handler's outputs by name."""
     assert len(outputs) == len(names), f"{len(outputs)} outputs for {len(names)} names"
     return dict(zip(names, outputs, strict=True))
+
+
+def rendered_text(value: Any) -> str:
+    """Every string, table cell and figure a handler returned (outputs by name, updates, lists), one per line;
+    the session (kept on the server) is left out."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, pd.DataFrame):
+        return "\n".join([*map(str, value.columns), *(str(cell) for cell in value.to_numpy().ravel())])
+    if isinstance(value, go.Figure):
+        return value.to_json()
+    if isinstance(value, dict):
+        return "\n".join(rendered_text(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return "\n".join(rendered_text(v) for v in value)
+    return ""
+
+
+def html_table(text: str) -> list[dict[str, str]]:
+    """The rows of the first HTML table in `text` as {column header: cell text}."""
+    def plain(cell: str) -> str:
+        return html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+
+    head, body = text.split("</thead>", 1)
+    columns = [plain(cell) for cell in re.findall(r"<th[^>]*>(.*?)</th>", head)]
+    return [dict(zip(columns, (plain(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)), strict=True))
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body)]
+
+
+def assert_no_reprs(outputs: dict[str, Any]) -> None:
+    text = rendered_text({name: value for name, value in outputs.items() if not isinstance(value, go.Figure)})
+    for marker in PYTHON_REPRS:
+        assert marker not in text, f"{marker!r} in rendered output"
 
 
 def reset(session: Session | None = None, task: str = "full_episode", scenario: str = "product_launch_failure",
@@ -63,6 +102,26 @@ def queue_raw(session: Session, role: str, text: str) -> dict[str, Any]:
 
 def step(session: Session, others: str = "no_op", role: str = "engineer") -> dict[str, Any]:
     return named(callbacks.step(None, session, others, role, None, False))
+
+
+def run_agent(session: Session, name: str, mode: str = "per_role", model: str | None = None,
+              base_url: str | None = None, token: str | None = None) -> Iterator[dict[str, Any]]:
+    """An agent run's updates by name, as the layout calls it (no delay between steps)."""
+    for outputs in callbacks.run_agent(None, session, name, 0, "engineer", None, False, mode, model, base_url, token):
+        yield named(outputs)
+
+
+def run_benchmark(session: Session | None, policies: Sequence[str] = ("heuristic", "random"),
+                  tasks: Sequence[str] = ("org_simulation",),
+                  scenarios: Sequence[str] = ("product_launch_failure", "vendor_outage_cascade"),
+                  splits: Sequence[str] = ("train", "holdout"), episodes: float | None = 1,
+                  concurrency: float | None = 4, candidate: str = "random", mode: str = "per_role",
+                  model: str | None = None, base_url: str | None = None,
+                  token: str | None = None) -> list[dict[str, Any]]:
+    """Every update of a benchmark run by name, as the layout calls it."""
+    return [named(outputs, BENCH_OUTPUTS) for outputs in callbacks.run_benchmark(
+        None, session, "org", list(policies), list(tasks), list(scenarios), list(splits), episodes, concurrency,
+        candidate, mode, model, base_url, token)]
 
 
 def fingerprint(session: Session) -> tuple[str, int, dict[str, Any]]:

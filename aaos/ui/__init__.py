@@ -1,5 +1,6 @@
 """The Gradio Space: layout (layout.py), event handlers (callbacks.py), one simulation per browser tab
-(session.py), the action form (forms.py), HTML and tables (formatting.py) and chart data (charts.py)."""
+(session.py), the action form (forms.py), the agents a run can use with their model settings (agents.py), the
+one-click benchmark (benchmark.py), HTML and tables (formatting.py) and chart data (charts.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Chart data for the Space: long-format DataFrames (step, value, series) for gr.LinePlot. No gradio.
-
-Built from the trajectory records, so the charts show exactly what `step` returned.
+"""Chart data for the Space: long-format DataFrames (step, value, series) for gr.LinePlot, built from the
+trajectory records (so the charts show exactly what `step` returned), and the benchmark's Plotly figure. No gradio.
 """
 
 from __future__ import annotations
@@ -10,7 +9,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
+from aaos.bench.report import chart
 from aaos.ui.formatting import humanize
 
 COLUMNS: tuple[str, ...] = ("step", "value", "series")
@@ -22,6 +23,9 @@ DELIVERY_SERIES: dict[str, str] = {
 }
 """The reward_breakdown fields plotted in the delivery chart, and their legend names."""
 DELIVERED_SERIES = "Delivered (immediate + delayed)"
+LEADERBOARD_HEIGHT = 340
+SPLIT_COLOURS: dict[str, str] = {"train": "#94a3b8", "holdout": "#6366f1"}
+"""Bar colours per split, as the split pills of the leaderboard table."""
 
 
 def _frame(rows: list[tuple[int, float, str]]) -> pd.DataFrame:
@@ -47,3 +51,13 @@ def delivery_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             for r in records for key, label in DELIVERY_SERIES.items()]
     rows += [(r["step"], float(r["reward"]), DELIVERED_SERIES) for r in records]
     return _frame(rows)
+
+
+def leaderboard_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    """The benchmark report's chart (mean score with its 95 % interval per policy and split), sized for the tab."""
+    figure = chart(rows)
+    for trace in figure.data:
+        trace.marker.color = SPLIT_COLOURS.get(trace.name)
+    figure.update_layout(height=LEADERBOARD_HEIGHT, margin={"l": 50, "r": 20, "t": 50, "b": 40},
+                         legend={"title": {"text": "Split"}}, title={"font": {"size": 14}})
+    return figure

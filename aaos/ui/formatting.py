@@ -12,8 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from aaos.bench.report import GATE_MARGIN, GateResult
 from aaos.core.seeding import seed_split
 from aaos.core.trajectory import EpisodeMeta
+from aaos.ui.agents import ModelUsage
 
 ROLE_NAMES: dict[str, str] = {"risk_compliance": "Risk & compliance"}
 """Display names that humanize() would not get right."""
@@ -27,6 +29,12 @@ METRIC_UNITS: dict[str, tuple[str, float, int]] = {
 OVERSIGHT_COLUMNS: tuple[str, ...] = ("Step", "Role", "Rule", "Severity", "Penalty", "Detail")
 ACTION_COLUMNS: tuple[str, ...] = ("Step", "Role", "Action", "Payload", "Status", "Message")
 QUEUE_COLUMNS: tuple[str, ...] = ("Role", "Action", "Payload")
+LEADERBOARD_COLUMNS: tuple[str, ...] = ("#", "Policy", "Split", "Episodes", "Mean score", "95 % CI", "Success",
+                                        "Invalid actions", "Hard violations per episode")
+"""The leaderboard's columns (episode times and the rest are in the downloadable CSV)."""
+MODEL_COLUMNS: tuple[str, ...] = ("Fallbacks", "Tokens", "Latency / call")
+"""Leaderboard columns shown only when some policy called a model."""
+MODES: dict[str, str] = {"per_role": "per role", "joint": "joint"}
 TIMELINE_LIMIT = 60
 """How many timeline entries are shown (newest first)."""
 
@@ -307,3 +315,105 @@ def action_frame(log: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
              e["status"], text(e.get("message")))
             for e in reversed(log) if not (e["action_type"] == "no_op" and e["status"] != "rejected")]
     return pd.DataFrame(rows, columns=list(ACTION_COLUMNS))
+
+
+def note(body: str, kind: str = "info") -> str:
+    """A short line of help under a control: kind is info or error."""
+    return f'<p class="aaos-help aaos-help-{html.escape(kind)}">{html.escape(body, quote=False)}</p>'
+
+
+def _stat(title: str, value: str, detail: str) -> str:
+    return (f'<div class="aaos-stat"><span>{html.escape(title)}</span><b>{html.escape(value)}</b>'
+            f"<small>{html.escape(detail)}</small></div>")
+
+
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} s"
+
+
+def model_usage(usage: ModelUsage | None) -> str:
+    """A model-backed run's calls, fallbacks, tokens and latency: totals, and what the latest step used."""
+    if usage is None:
+        return ""
+    total, step = usage.total, usage.step
+    decided = total["decisions"]
+    fallbacks = decided["secondary"] + decided["champion"]
+    step_fallbacks = step["decisions"]["secondary"] + step["decisions"]["champion"]
+    tokens = total["prompt_tokens"] + total["completion_tokens"]
+    step_tokens = step["prompt_tokens"] + step["completion_tokens"]
+    step_latency = step["latency_s"] / step["calls"] if step["calls"] else None
+    boxes = [
+        _stat("Model", usage.model, f"{MODES.get(usage.mode, usage.mode)} · last step {usage.step_s:.1f} s"),
+        _stat("Model calls", str(total["calls"]),
+              f"{total['failed_calls']} failed · {total['http_retries']} retried · {total['repairs']} repaired · "
+              f"last step {step['calls']}"),
+        _stat("Fallbacks", f"{fallbacks} of {sum(decided.values())} actions",
+              f"secondary model {decided['secondary']} · champion {decided['champion']} · last step "
+              f"{step_fallbacks}"),
+        _stat("Tokens", f"{tokens:,}", f"{total['prompt_tokens']:,} in + {total['completion_tokens']:,} out · "
+                                       f"last step {step_tokens:,}"),
+        _stat("Latency", _seconds(total["mean_latency_s"]), f"per call · last step {_seconds(step_latency)}"),
+    ]
+    return f'<div class="aaos-status aaos-usage" id="aaos-usage">{"".join(boxes)}</div>'
+
+
+def bench_status(finished: int, total: int, body: str, kind: str = "info") -> str:
+    """A line saying what the benchmark is doing, with its progress (episodes finished of total) if it runs."""
+    count = f'<b id="aaos-bench-count">{finished} / {total} episodes</b> ' if total else ""
+    bar = f'<div class="aaos-progress"><i style="width:{100 * finished / total:.0f}%"></i></div>' if total else ""
+    return (f'<div class="aaos-message aaos-message-{html.escape(kind)} aaos-bench-status" role="status">'
+            f"{count}{html.escape(body, quote=False)}{bar}</div>")
+
+
+def _share(value: float) -> str:
+    return f"{100 * value:.0f} %"
+
+
+def _model_cells(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    if row["mean_call_latency_s"] is None:  # this policy made no model calls
+        return "—", "—", "—"
+    return _share(row["fallback_rate"]), f"{row['tokens']:,}", _seconds(row["mean_call_latency_s"])
+
+
+def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The ranked summary rows (best first within each split) as column names and cell texts; the model
+    columns (MODEL_COLUMNS) only if some policy called a model."""
+    models = any(row["mean_call_latency_s"] is not None for row in rows)
+    cells, rank, split = [], 0, None
+    for row in rows:
+        rank, split = (rank + 1, split) if row["split"] == split else (1, row["split"])
+        cells.append([
+            str(rank), row["policy"], row["split"], str(row["episodes"]), f"{row['mean_score']:.3f}",
+            f"{row['ci_low']:.3f}\u2013{row['ci_high']:.3f}", _share(row["success_rate"]),
+            f"{100 * row['invalid_action_rate']:.1f} %", f"{row['hard_violations_per_episode']:.2f}",
+            *(_model_cells(row) if models else ()),
+        ])
+    return [*LEADERBOARD_COLUMNS, *(MODEL_COLUMNS if models else ())], cells
+
+
+def leaderboard(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The leaderboard as an HTML table, one group of rows per split with its best policy first."""
+    if not rows:
+        return '<p class="aaos-empty" id="aaos-board">No results yet: press Run benchmark.</p>'
+    columns, cells = leaderboard_cells(rows)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for row in cells:
+        rank, policy, split, *rest = (html.escape(cell) for cell in row)
+        body.append(f'<tr class="aaos-rank-{rank}"><td>{rank}</td><td><b>{policy}</b></td>'
+                    f'<td>{pill(split, split)}</td>' + "".join(f"<td>{cell}</td>" for cell in rest) + "</tr>")
+    return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="aaos-board"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def gate_verdict(candidate: str, result: GateResult | str) -> str:
+    """The promotion gate's verdict for `candidate` against the champion with its reasons, or why it has none."""
+    title = f"<h4>Promotion gate: {esc(candidate)} vs the champion</h4>"
+    rule = (f'<p class="aaos-help">On the holdout split, a candidate is promoted only if its mean score is at most '
+            f"{GATE_MARGIN:.2f} below the champion's and its hard violations per episode do not rise.</p>")
+    if isinstance(result, str):
+        return f'<div class="aaos-gate" id="aaos-gate-verdict">{title}<p>{esc(result)}</p>{rule}</div>'
+    kind = "applied" if result.verdict == "PROMOTE" else "rejected"
+    verdict = pill(result.verdict.replace("_", " ").lower(), kind)
+    return (f'<div class="aaos-gate" id="aaos-gate-verdict">{title}<p>{verdict}</p>'
+            f'{_items([esc(r) for r in result.reasons], "")}{rule}</div>')

@@ -18,11 +18,15 @@ from typing import Any, Literal
 import aaos
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.trajectory import EpisodeMeta, step_record, write_jsonl
+from aaos.ui.agents import ModelUsage
+from aaos.ui.benchmark import BenchmarkRun, Plan
 from aaos.ui.forms import Action, check_action
 
 Others = Literal["no_op", "champion"]
 """What roles without a queued action do on Step: nothing, or what the champion policy would do."""
 CHAMPION = "heuristic"
+BENCHMARK_STOP_S = 10.0
+"""How long closing a session waits for its benchmark to stop (episodes in flight finish, model calls are cancelled)."""
 ACTION_LOG_COLUMNS: tuple[str, ...] = ("step", "role", "action_type", "payload", "status", "reason", "message")
 
 
@@ -44,6 +48,8 @@ class Session:
     records: one trajectory record per step taken. initial_scores: the reward components right after reset
     (step 0 of the charts). generation: changes when a running agent must give way silently (a reset or
     another run); agent: the generation of the running agent, if any; stop_requested: Stop was pressed.
+    model_usage: the model's accounting in the current episode's run. benchmark: this tab's running or latest
+    benchmark (its plan holds the OpenAI-compatible model's config, token included, if it used one).
     """
 
     def __init__(self, meta: EpisodeMeta) -> None:
@@ -56,6 +62,8 @@ class Session:
         self.queue: dict[str, Action] = {}
         self.records: list[dict[str, Any]] = []
         self.initial_scores: dict[str, float | None] = {}
+        self.model_usage: ModelUsage | None = None
+        self.benchmark: BenchmarkRun | None = None
         self._workdir: Path | None = None
         self._env: Environment | None = None
         self.reset(meta)
@@ -92,6 +100,7 @@ class Session:
         self.interrupt()
         self.queue.clear()
         self.records.clear()
+        self.model_usage = None
         self.initial_scores = dict(observation.get("partial_scores", {}))
 
     def interrupt(self) -> int:
@@ -135,15 +144,19 @@ class Session:
         self.queue.clear()
         return result
 
+    def workdir(self) -> Path:
+        """This session's own folder for downloads (removed when the session closes)."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="aaos-ui-"))
+        return self._workdir
+
     def export(self) -> tuple[Path, Path]:
         """Write the trajectory (JSONL) and the environment's action log (CSV: every role's action at every
         step, no-ops included, oldest first) to this session's folder."""
-        if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="aaos-ui-"))
         m = self.meta
         stem = f"aaos_{m.env}_{m.task}_{Path(m.scenario).stem}_seed{m.seed}_step{self.step_count}"
-        trajectory = write_jsonl(self.records, self._workdir / f"{stem}_trajectory.jsonl")
-        actions = self._workdir / f"{stem}_actions.csv"
+        trajectory = write_jsonl(self.records, self.workdir() / f"{stem}_trajectory.jsonl")
+        actions = self.workdir() / f"{stem}_actions.csv"
         with actions.open("w", newline="", encoding="utf-8") as out:
             writer = csv.DictWriter(out, fieldnames=ACTION_LOG_COLUMNS, extrasaction="ignore")
             writer.writeheader()
@@ -151,11 +164,26 @@ class Session:
                 writer.writerow({**entry, "payload": json.dumps(entry.get("payload", {}), sort_keys=True)})
         return trajectory, actions
 
+    @property
+    def benchmarking(self) -> bool:
+        return self.benchmark is not None and not self.benchmark.done.is_set()
+
+    def start_benchmark(self, plan: Plan) -> BenchmarkRun:
+        """Start a benchmark writing into a new folder of this session's; it runs in its own thread."""
+        runs = sum(1 for _ in self.workdir().glob("benchmark-*"))
+        self.benchmark = BenchmarkRun(plan, self.workdir() / f"benchmark-{runs + 1}").start()
+        return self.benchmark
+
     def close(self) -> None:
-        """Free the simulation and the session's files (the tab closed or the session expired)."""
+        """Free the simulation, stop any benchmark and remove the session's files (the tab closed or the session
+        expired)."""
         with self.lock:
             self.closed = True
             self._env = None
+            if self.benchmark is not None:
+                self.benchmark.stop()
+                self.benchmark.done.wait(BENCHMARK_STOP_S)  # before its folder goes
+                self.benchmark = None  # nor does its plan (and any model token) outlive the tab
             self.queue.clear()
             self.records.clear()
             if self._workdir is not None:

