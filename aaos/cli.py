@@ -1,4 +1,4 @@
-"""The `aaos` command line: list tasks and scenarios, validate scenario files, play an episode, serve the API."""
+"""The `aaos` command line: list, validate, run, serve, bench, and the training commands (collect, replay, sft, grpo-data)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import aaos
 from aaos.bench import cli as bench_cli
 from aaos.envs.org.scenario import SCENARIO_DIR, ScenarioError, load_scenario_file
+from aaos.training import cli as training_cli
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_serve)
 
     bench_cli.add_parser(sub)
+    training_cli.add_parsers(sub)
     return parser
 
 

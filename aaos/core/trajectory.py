@@ -1,7 +1,8 @@
 """The per-step trajectory record: one JSON object per step, written as JSONL.
 
-Used by the Space's downloads now, and by the benchmark and the training bridge later. The record is
-versioned: a reader checks `version` against TRAJECTORY_VERSION before relying on the fields.
+Written by the Space's downloads and by `aaos collect`; read by `aaos replay` and the training datasets
+(aaos.training). The record is versioned: a reader checks `version` against TRAJECTORY_VERSION before relying
+on the fields.
 
 Fields of a record (every value is plain JSON):
 
@@ -22,6 +23,10 @@ Fields of a record (every value is plain JSON):
     oversight_events  oversight violations recorded during this step (step, role, rule, severity, penalty, ...).
     state_hash        sha256 (hex) of json.dumps(env.state(), sort_keys=True) after the step: replaying the
                       same episode must reproduce every hash.
+    observation       (optional, present when the writer passed it) the observation the joint action was chosen
+                      from, i.e. before the step: every role's view in agent_observations (with its legal_actions
+                      and last_action_result) plus the shared fields. Training data builds the agents' prompts from
+                      it; replay checks it.
 """
 
 from __future__ import annotations
@@ -66,11 +71,12 @@ def _plain(value: Any) -> Any:
 
 
 def step_record(meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], result: StepResult,
-                state: Mapping[str, Any]) -> dict[str, Any]:
+                state: Mapping[str, Any], observation: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The record of one step: `joint_action` is what was sent, `result` what step() returned and
-    `state` the environment's state() right after it (only its hash is kept)."""
+    `state` the environment's state() right after it (only its hash is kept). `observation`, when given, is
+    the observation the joint action was chosen from; it is kept as the optional `observation` field."""
     info = result.info
-    return {
+    record = {
         "version": TRAJECTORY_VERSION,
         "env": meta.env,
         "task": meta.task,
@@ -87,6 +93,9 @@ def step_record(meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], r
         "oversight_events": _plain(info.get("oversight_events", [])),
         "state_hash": state_hash(state),
     }
+    if observation is not None:
+        record["observation"] = _plain(observation)
+    return record
 
 
 def write_jsonl(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:

@@ -1,0 +1,182 @@
+"""`aaos replay`, `aaos collect`, `aaos sft` and `aaos grpo-data`: the training bridge on the command line.
+
+`add_parsers(sub)` registers the four commands on the `aaos` command's subparsers; `python -m aaos.training.cli`
+runs them on their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import aaos
+from aaos.agents.llm import LLMConfig
+from aaos.bench.policies import BASELINES, PolicySpec, build_policy
+from aaos.core.seeding import split_seeds
+from aaos.core.trajectory import EpisodeMeta, write_jsonl
+from aaos.training.decisions import MODES
+from aaos.training.episodes import Record, play, read_episodes, read_jsonl, split_episodes
+from aaos.training.grpo import grpo_rows
+from aaos.training.replay import check
+from aaos.training.rollout import DEFAULT_HORIZON
+from aaos.training.sft import DEFAULT_MIN_SCORE, kept, sft_rows
+
+MODEL_POLICIES = ("llm", "guarded", "local")
+DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
+
+
+def _policy_spec(args: argparse.Namespace) -> PolicySpec:
+    """The policy to collect with: a baseline, a model (token from HF_TOKEN), or the local SmolLM2 server."""
+    if args.policy in BASELINES:
+        return PolicySpec(args.policy, args.policy)
+    if args.policy == "local":
+        from aaos.agents.local_model import shared_server  # starts a llama.cpp server: only when asked
+
+        return PolicySpec("local-smollm2", "llm", shared_server().config(args.mode))
+    if not args.model:
+        raise ValueError(f"--policy {args.policy} needs --model")
+    config = LLMConfig(args.model, args.base_url, os.environ.get("HF_TOKEN", ""), mode=args.mode,
+                       response_format=args.response_format)
+    return PolicySpec(f"{args.policy}:{args.model}", args.policy, config)
+
+
+def _episodes(spec: PolicySpec, metas: Iterable[EpisodeMeta]) -> Iterator[list[Record]]:
+    """Play each episode with a fresh policy, reporting its score as it finishes."""
+    for meta in metas:
+        policy = build_policy(spec, meta.env, meta.seed)
+        try:
+            records = play(meta, policy)
+        finally:
+            policy.close()
+        print(f"{meta.task:<18} {meta.scenario:<26} seed {meta.seed:<5} steps {len(records):>3}  "
+              f"score {records[-1]['score']:.3f}", flush=True)
+        yield records
+
+
+def _collect(args: argparse.Namespace) -> int:
+    spec = _policy_spec(args)
+    tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
+    scenarios = args.scenario or [s["id"] for s in aaos.list_scenarios("train", env=args.env)]
+    metas = [EpisodeMeta(args.env, task, scenario, seed) for task in tasks for scenario in scenarios
+             for seed in split_seeds("train", args.episodes)]
+    write_jsonl(itertools.chain.from_iterable(_episodes(spec, metas)), args.out)
+    print(f"{len(metas)} episodes of {spec.name} -> {args.out}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    diverged = total = 0
+    for path in args.files:
+        for episode in split_episodes(read_jsonl(path)):
+            total += 1
+            first = episode[0]
+            name = f"{path}: {first['task']}/{first['scenario']} seed {first['seed']}, {len(episode)} steps"
+            divergences = check(episode)
+            if divergences:
+                diverged += 1
+                print(f"DIVERGED {name}")
+                for divergence in divergences:
+                    print(f"  {divergence}")
+            else:
+                print(f"exact    {name}")
+    print(f"{total - diverged} of {total} episodes replay exactly")
+    return 1 if diverged else 0
+
+
+def _write_rows(rows: Iterable[dict[str, Any]], out: Path) -> int:
+    """Write the rows as JSONL (to a .partial file first, renamed once complete); returns how many."""
+    count = 0
+
+    def counted() -> Iterator[dict[str, Any]]:
+        nonlocal count
+        for row in rows:
+            count += 1
+            yield row
+
+    partial = write_jsonl(counted(), out.with_name(out.name + ".partial"))
+    partial.replace(out)
+    return count
+
+
+def _sft(args: argparse.Namespace) -> int:
+    episodes = read_episodes(args.files)
+    count = _write_rows(sft_rows(episodes, args.mode, args.min_score), args.out)
+    used = sum(kept(episode, args.min_score) for episode in episodes)
+    print(f"{count} rows from {used} of {len(episodes)} episodes (finished, score >= {args.min_score}) -> {args.out}")
+    return 0
+
+
+def _grpo_data(args: argparse.Namespace) -> int:
+    episodes = read_episodes(args.files)
+    count = _write_rows(grpo_rows(episodes, args.mode, args.horizon), args.out)
+    print(f"{count} prompts from {len(episodes)} episodes (horizon {args.horizon}) -> {args.out}")
+    return 0
+
+
+def _mode_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mode", choices=MODES, default="per_role",
+                        help="per_role: one chat per role from its own view (default); joint: one chat for all roles")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register replay, collect, sft and grpo-data on the `aaos` command's subparsers."""
+    p = sub.add_parser("replay", help="re-execute trajectory files and report any divergence",
+                       description="Replays every episode of the files step by step; exits 1 if any step differs "
+                                   "from its record (reward, breakdown, results, events, state hash, observation).")
+    p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
+    p.set_defaults(func=_replay)
+
+    p = sub.add_parser("collect", help="play episodes with a policy or a model and write their trajectories",
+                       description="Plays every task x scenario with N train seeds and writes one trajectory record "
+                                   "per step (with the observation acted on) to --out.")
+    p.add_argument("--policy", default="heuristic", choices=BASELINES + MODEL_POLICIES,
+                   help="a baseline, llm or guarded (a model at --base-url; token from HF_TOKEN), or local (SmolLM2)")
+    p.add_argument("--model", help="model name for llm and guarded")
+    p.add_argument("--base-url", default=DEFAULT_BASE_URL)
+    p.add_argument("--response-format", choices=("json_schema", "json_object", "none"), default="json_schema")
+    _mode_option(p)
+    p.add_argument("--env", default="org")
+    p.add_argument("--task", action="append", help="repeatable (default: every task)")
+    p.add_argument("--scenario", action="append", help="repeatable (default: every train scenario)")
+    p.add_argument("--episodes", type=int, default=2, help="train seeds per task and scenario (0, 1, ...)")
+    p.add_argument("--out", type=Path, default=Path("runs/train/episodes.jsonl"))
+    p.set_defaults(func=_collect)
+
+    p = sub.add_parser("sft", help="build the SFT dataset (chat messages for TRL's SFTTrainer)",
+                       description="Keeps finished episodes scoring at least --min-score and, in them, the decisions "
+                                   "whose actions were applied; writes one chat per decision.")
+    p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
+    _mode_option(p)
+    p.add_argument("--min-score", type=float, default=DEFAULT_MIN_SCORE, help="episode score filter")
+    p.add_argument("--out", type=Path, default=Path("runs/train/sft.jsonl"))
+    p.set_defaults(func=_sft)
+
+    p = sub.add_parser("grpo-data", help="build the GRPO dataset (prompts with environment snapshots)",
+                       description="One prompt per decision of every step, with the snapshot that reward_fn and "
+                                   "OrgEnvironment restore.")
+    p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
+    _mode_option(p)
+    p.add_argument("--horizon", type=int, default=DEFAULT_HORIZON,
+                   help="score each completion this many steps after the snapshot")
+    p.add_argument("--out", type=Path, default=Path("runs/train/grpo.jsonl"))
+    p.set_defaults(func=_grpo_data)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aaos.training.cli", description=__doc__)
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as error:
+        print(f"aaos: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The GRPO dataset (prompts with environment snapshots) and the reward function that scores completions.
+
+A row is one decision the LLM agent would face at one step of a recorded episode:
+
+    prompt     [system, user]: exactly the LLM agent's prompt (role_messages, or joint_messages in joint mode).
+    snapshot   the environment before the decision, as JSON text (aaos.training.snapshot); text, so that every
+               payload survives `datasets`' column typing unchanged.
+    role       the role the completion acts for; null in joint mode (the completion acts for every role).
+    horizon    the completion is scored this many steps after the snapshot (aaos.training.rollout).
+    env, task, scenario, seed, step
+               where it comes from; step is the number of steps taken before the decision.
+
+`reward_fn(completions, **kw)` is a TRL reward function over such rows: for each completion it restores the
+snapshot, decodes and checks the answer as the LLM agent does, steps the environment with it (the champion
+acting for the other roles), lets the champion play on to the horizon and returns the score then, in [0, 1];
+a completion without a valid action gets INVALID_REWARD.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import aaos
+from aaos.agents.llm import InvalidAnswer, Mode
+from aaos.training.decisions import completion_text, decisions, parse_answer
+from aaos.training.episodes import Record, provenance
+from aaos.training.replay import exact_steps
+from aaos.training.rollout import DEFAULT_HORIZON, INVALID_REWARD, Rollout
+
+
+def grpo_rows(episodes: Iterable[Sequence[Record]], mode: Mode = "per_role",
+              horizon: int = DEFAULT_HORIZON) -> Iterator[dict[str, Any]]:
+    """The GRPO rows of every step of the episodes (see the module docstring); each episode is replayed first."""
+    if horizon < 1:
+        raise ValueError(f"horizon must be at least 1 step, got {horizon}")
+    for episode in episodes:
+        spec = aaos.spec(episode[0]["env"])
+        for step in exact_steps(episode):
+            snapshot = json.dumps(step.snapshot, separators=(",", ":"))
+            for decision in decisions(step.observation, spec, mode):
+                yield {"prompt": decision.messages, "snapshot": snapshot, "role": decision.role, "horizon": horizon,
+                       **provenance(step.record)}
+
+
+def score_completion(snapshot: str, role: str | None, horizon: int, text: str) -> float:
+    """The reward of one answer given at a snapshot (see the module docstring)."""
+    rollout = Rollout(snapshot, role, horizon)
+    try:
+        actions = parse_answer(rollout.spec, role, text, rollout.observation())
+    except InvalidAnswer:
+        return INVALID_REWARD
+    rollout.act(actions)
+    return rollout.finish()
+
+
+def reward_fn(completions: list[Any], **kw: Any) -> list[float]:
+    """TRL reward function: one reward per completion, from the rows' `snapshot`, `role` and `horizon` columns
+    (TRL passes every dataset column as a keyword; a missing horizon means DEFAULT_HORIZON)."""
+    if "snapshot" not in kw or "role" not in kw:
+        raise ValueError("reward_fn needs the snapshot and role columns of rows built by `aaos grpo-data`")
+    horizons = kw.get("horizon") or [DEFAULT_HORIZON] * len(completions)
+    return [score_completion(snapshot, role, int(horizon), completion_text(completion))
+            for completion, snapshot, role, horizon in zip(completions, kw["snapshot"], kw["role"], horizons,
+                                                           strict=True)]

@@ -1,0 +1,69 @@
+"""A learner's seat in an environment restored from a snapshot, scored a fixed number of steps later.
+
+The learner acts for one role (or, joint, for every role); the heuristic champion acts for the others, and
+plays every role once the learner stops, until `horizon` steps after the snapshot or the episode's end. The
+reward is the graded composite (the environment's `score`, in [0, 1]) at that point, so every completion of
+a GRPO group is scored at the same depth from the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import aaos
+from aaos.agents.base import Action
+from aaos.core.env import Observation, StepResult
+from aaos.core.spec import EnvSpec
+from aaos.training.snapshot import restore
+
+DEFAULT_HORIZON = 1
+"""Steps after the snapshot at which a completion is scored: 1 reads the score right after the decision, the
+sharpest signal (longer horizons let the champion repair a poor action; docs/training.md has the measurement)."""
+INVALID_REWARD = -1.0
+"""The reward of a completion that gives no valid action: below every score a valid answer can reach."""
+
+
+class RolloutOver(RuntimeError):
+    """An action after the horizon or the episode's end."""
+
+
+class Rollout:
+    """One environment restored from a snapshot, with the learner in `role` (None: every role)."""
+
+    def __init__(self, snapshot: Mapping[str, Any] | str, role: str | None, horizon: int = DEFAULT_HORIZON) -> None:
+        if horizon < 1:
+            raise ValueError(f"horizon must be at least 1 step, got {horizon}")
+        self.env = restore(snapshot)
+        self.spec: EnvSpec = self.env.spec
+        if role is not None and role not in self.spec.roles:
+            raise ValueError(f"unknown role {role!r}; roles are: {', '.join(self.spec.roles)}")
+        self.role = role
+        self.horizon = horizon
+        self.steps = 0
+        self.result: StepResult | None = None
+        self._champion = aaos.policies.make("heuristic", env=self.spec.id)
+
+    @property
+    def over(self) -> bool:
+        """The horizon is reached or the episode has ended."""
+        return self.steps >= self.horizon or (self.result is not None and self.result.done)
+
+    def observation(self) -> Observation:
+        return self.env.observation()
+
+    def act(self, actions: Mapping[str, Action]) -> StepResult:
+        """One step: the given roles' actions, the champion's for every other role."""
+        if self.over:
+            raise RolloutOver(f"the rollout is over after {self.steps} step(s)")
+        joint = {**self._champion.act(self.observation()), **actions}
+        self.result = self.env.step(joint)
+        self.steps += 1
+        return self.result
+
+    def finish(self) -> float:
+        """The champion plays every role up to the horizon (or the episode's end); the score then."""
+        while not self.over:
+            self.act({})
+        assert self.result is not None  # horizon >= 1, so at least one step was taken
+        return self.result.info["score"]
