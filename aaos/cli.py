@@ -1,4 +1,4 @@
-"""The `aaos` command line: list, validate, run, serve, bench, and the training commands (collect, replay, sft, grpo-data)."""
+"""The `aaos` command: list, validate, run, serve, bench, and training (collect, replay, sft, grpo-data)."""
 
 from __future__ import annotations
 
