@@ -106,3 +106,20 @@ def _scenarios() -> list[str]:
     import aaos
 
     return [s["id"] for s in aaos.list_scenarios()]
+
+
+def test_benchmark_trajectories_replay_exactly(tmp_path: Path) -> None:
+    from aaos.bench.policies import baseline
+    from aaos.bench.runner import run
+    from aaos.training.episodes import read_episodes
+    from aaos.training.replay import check
+
+    jobs = plan_jobs(["heuristic", "random"], ["crisis_management"], ["silent_data_drift"], 1)
+    trajectories = tmp_path / "trajectories.jsonl"
+    records = run(jobs, {"heuristic": baseline("heuristic"), "random": baseline("random")},
+                  tmp_path / "results.jsonl", concurrency=2, trajectories=trajectories)
+    episodes = read_episodes([trajectories])
+    assert len(episodes) == len(records) == 4
+    assert sorted(len(e) for e in episodes) == sorted(r["steps"] for r in records)
+    assert all("observation" in step for episode in episodes for step in episode)
+    assert all(check(episode) == () for episode in episodes)

@@ -85,3 +85,17 @@ def test_the_module_does_not_import_gradio() -> None:
     code = "import sys, aaos.core.trajectory; print('gradio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_space_s_trajectory_records_observations_and_replays_exactly() -> None:
+    from aaos.core.trajectory import EpisodeMeta
+    from aaos.training.replay import check
+    from aaos.ui.session import Session
+
+    session = Session(EpisodeMeta("org", "crisis_management", "policy_change_shock", 10_001))
+    champion = aaos.policies.make("heuristic")
+    for _ in range(6):
+        session.step(champion.act(session.env.observation()))
+    assert [r["step"] for r in session.records] == [1, 2, 3, 4, 5, 6]
+    assert session.records[0]["observation"]["step_count"] == 0
+    assert check(session.records) == ()

@@ -41,6 +41,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="episodes and model calls at once")
     p.add_argument("--out", type=Path, default=Path("runs/bench"), help="output folder")
     p.add_argument("--gate", dest="candidate", help="policy to test for promotion against the champion")
+    p.add_argument("--trajectories", action="store_true",
+                   help="also write every episode's per-step trajectory to trajectories.jsonl (for aaos replay/sft)")
     p.set_defaults(func=main)
 
 
@@ -79,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"{record['policy']} {record['task']} {record.get('score', float('nan')):.3f}")
             bar.refresh()
 
-        records = run(jobs, specs, args.out / "results.jsonl", args.concurrency, progress)
+        records = run(jobs, specs, args.out / "results.jsonl", args.concurrency, progress,
+                      args.out / "trajectories.jsonl" if args.trajectories else None)
     rows = summarise(records)
     paths = write_reports(rows, args.out)
     (args.out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")

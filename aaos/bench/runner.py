@@ -22,6 +22,7 @@ from aaos.bench.policies import PolicySpec, build_policy
 from aaos.bench.stats import HARD_SEVERITIES, SUCCESS_THRESHOLD
 from aaos.core.seeding import seed_split, split_seeds
 from aaos.core.spec import Split
+from aaos.core.trajectory import EpisodeMeta, step_record
 
 RECORD_VERSION = 1
 
@@ -64,8 +65,10 @@ def episode_split(job: Job) -> Split:
     return "holdout" if scenario_split.get(job.scenario) == "holdout" or seed_split(job.seed) == "holdout" else "train"
 
 
-async def run_episode(job: Job, policy: Policy) -> dict[str, Any]:
-    """Play one episode; the record holds the score, its breakdown, validity counts and model accounting."""
+async def run_episode(job: Job, policy: Policy,
+                      trajectory: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Play one episode; the record holds the score, its breakdown, validity counts and model accounting.
+    When `trajectory` is a list, the episode's per-step trajectory records are appended to it."""
     started = time.perf_counter()
     env = aaos.make(job.task, scenario=job.scenario, seed=job.seed, env=job.env)
     policy.reset(job.seed)
@@ -76,6 +79,9 @@ async def run_episode(job: Job, policy: Policy) -> dict[str, Any]:
     while True:
         joint = await policy.act_async(observation)
         result = env.step(joint)
+        if trajectory is not None:
+            meta = EpisodeMeta(job.env, job.task, job.scenario, job.seed)
+            trajectory.append(step_record(meta, len(trajectory) + 1, joint, result, env.state(), observation))
         observation = result.observation
         rewards.append(result.reward)
         for outcome in result.info["action_results"].values():
@@ -127,9 +133,11 @@ def _append(path: Path, record: dict[str, Any]) -> None:
 
 
 async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
-                   progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+                   progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+                   trajectories: Path | None = None) -> list[dict[str, Any]]:
     """Run the jobs not yet in `out`, at most `concurrency` episodes and model calls at once; returns all
-    records of these jobs (earlier ones included)."""
+    records of these jobs (earlier ones included). With `trajectories`, every episode's per-step trajectory
+    records (aaos.core.trajectory, with observations) are appended there before its result record."""
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {_key(r): r for r in read_records(out) if r.get("error") is None}
     pending = [job for job in jobs if job.key not in done]
@@ -141,8 +149,12 @@ async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, con
         nonlocal finished
         async with episodes:
             policy = build_policy(specs[job.policy], job.env, job.seed, calls)
+            steps: list[dict[str, Any]] | None = [] if trajectories is not None else None
             try:
-                record = await run_episode(job, policy)
+                record = await run_episode(job, policy, steps)
+                if trajectories is not None and steps:
+                    for step in steps:
+                        _append(trajectories, step)
             except Exception as error:  # an episode's failure is recorded, never fatal to the run
                 record = {"version": RECORD_VERSION, **asdict(job), "split": episode_split(job),
                           "error": f"{type(error).__name__}: {error}"}
@@ -163,6 +175,7 @@ def _key(record: dict[str, Any]) -> str:
 
 
 def run(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
-        progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+        progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+        trajectories: Path | None = None) -> list[dict[str, Any]]:
     """Synchronous entry to run_jobs."""
-    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress))
+    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress, trajectories))

@@ -139,8 +139,9 @@ class Session:
     def step(self, joint: JointAction) -> StepResult:
         """Take one step with `joint` and record it; the queue is emptied. Raises aaos.EpisodeDone once done."""
         env = self.env
+        seen = env.observation()  # what the joint action was chosen from (step() builds a new one)
         result = env.step(joint)
-        self.records.append(step_record(self.meta, self.step_count + 1, joint, result, env.state()))
+        self.records.append(step_record(self.meta, self.step_count + 1, joint, result, env.state(), seen))
         self.queue.clear()
         return result
 
