@@ -26,7 +26,7 @@ from datasets import load_dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from aaos.training import OrgEnvironment, reward_fn
-from aaos.training.models import load
+from aaos.training.models import load, train_and_save
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,11 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         seed=args.seed, use_cpu=not torch.cuda.is_available())
     rewards = {"environment_factory": OrgEnvironment} if args.environment else {"reward_funcs": reward_fn}
     trainer = GRPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer, **rewards)
-    trainer.train()
-    trainer.save_state()  # trainer_state.json: the logged losses and rewards
-    trainer.save_model(args.out)
-    tokenizer.save_pretrained(args.out)
-    print(f"saved to {args.out}")
+    train_and_save(trainer, tokenizer, args.out)
     return 0
 
 

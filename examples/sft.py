@@ -18,7 +18,7 @@ import torch
 from datasets import load_dataset
 from trl import SFTConfig, SFTTrainer
 
-from aaos.training.models import load
+from aaos.training.models import load, train_and_save
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,11 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        logging_steps=10, save_strategy="no", report_to="none", seed=args.seed,
                        use_cpu=not torch.cuda.is_available())
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
-    trainer.train()
-    trainer.save_state()  # trainer_state.json: the logged losses and rewards
-    trainer.save_model(args.out)
-    tokenizer.save_pretrained(args.out)
-    print(f"saved to {args.out}")
+    train_and_save(trainer, tokenizer, args.out)
     return 0
 
 

@@ -79,3 +79,12 @@ def load(model: str | None, rows: Iterable[Mapping[str, Any]], seed: int = 0
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return AutoModelForCausalLM.from_pretrained(model), tokenizer
+
+
+def train_and_save(trainer: Any, tokenizer: PreTrainedTokenizerFast, out: str) -> None:
+    """Run a TRL trainer, keep its logged losses and rewards (trainer_state.json), save model and tokenizer."""
+    trainer.train()
+    trainer.save_state()
+    trainer.save_model(out)
+    tokenizer.save_pretrained(out)
+    print(f"saved to {out}")
