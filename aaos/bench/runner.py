@@ -1,8 +1,9 @@
 """Run policies x tasks x scenarios x seeds, one JSONL record per episode written as it finishes.
 
 Episodes run as asyncio tasks under a bounded concurrency; model calls across all episodes share one
-limit. A re-run with the same output file skips the episodes already recorded, so an interrupted run
-resumes without losing or repeating anything.
+limit (aaos.bench.ray_backend runs them as Ray tasks instead, with the same records). A re-run with the
+same output file skips the episodes already recorded, so an interrupted run resumes without losing or
+repeating anything.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from aaos.core.spec import Split
 from aaos.core.trajectory import EpisodeMeta, step_record
 
 RECORD_VERSION = 1
+Progress = Callable[[int, int, dict[str, Any]], None]
+"""Called as each episode is recorded: (jobs with a record, jobs in the run, the record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,42 +135,81 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
+def error_record(job: Job, error: BaseException) -> dict[str, Any]:
+    """The record of an episode that raised: the job, its split and `error` ("Type: message"), no score."""
+    return {"version": RECORD_VERSION, **asdict(job), "split": episode_split(job),
+            "error": f"{type(error).__name__}: {error}"}
+
+
+async def play(job: Job, spec: PolicySpec, call_limit: asyncio.Semaphore | None = None,
+               with_steps: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """One job with a fresh policy built from `spec`: its record (an error record when the episode raises: a
+    failure is recorded, never fatal to the run) and, `with_steps`, its trajectory records (None on error)."""
+    policy = build_policy(spec, job.env, job.seed, call_limit)
+    steps: list[dict[str, Any]] | None = [] if with_steps else None
+    try:
+        return await run_episode(job, policy, steps), steps
+    except Exception as error:
+        return error_record(job, error), None
+    finally:
+        await policy.aclose()
+
+
+class Ledger:
+    """The bookkeeping of one run, shared by the local and the Ray runner.
+
+    `done` maps a job's key to its record, those already in `out` included (error records are left out, so a
+    re-run retries them); `pending` lists the jobs without one, in order; `finished` counts the run's jobs with
+    a record, as `progress(finished, total, record)` reports them; `should_stop`, when it returns True, keeps
+    new episodes from starting."""
+
+    def __init__(self, jobs: list[Job], out: Path, trajectories: Path | None = None,
+                 progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.jobs, self.out, self.trajectories = jobs, out, trajectories
+        self.progress, self.should_stop = progress, should_stop
+        self.done = {_key(r): r for r in read_records(out) if r.get("error") is None}
+        self.pending = [job for job in jobs if job.key not in self.done]
+        self.finished = len(jobs) - len(self.pending)
+
+    def stopping(self) -> bool:
+        return self.should_stop is not None and self.should_stop()
+
+    def add(self, job: Job, record: dict[str, Any], steps: list[dict[str, Any]] | None) -> None:
+        """Append (and fsync) the episode's trajectory records, then its result record; report progress."""
+        if self.trajectories is not None and steps:
+            for step in steps:
+                _append(self.trajectories, step)
+        _append(self.out, record)
+        self.done[job.key] = record
+        self.finished += 1
+        if self.progress is not None:
+            self.progress(self.finished, len(self.jobs), record)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records of the run's jobs that have one, in the jobs' order."""
+        return [self.done[job.key] for job in self.jobs if job.key in self.done]
+
+
 async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
-                   progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-                   trajectories: Path | None = None) -> list[dict[str, Any]]:
+                   progress: Progress | None = None, trajectories: Path | None = None,
+                   should_stop: Callable[[], bool] | None = None) -> list[dict[str, Any]]:
     """Run the jobs not yet in `out`, at most `concurrency` episodes and model calls at once; returns all
     records of these jobs (earlier ones included). With `trajectories`, every episode's per-step trajectory
-    records (aaos.core.trajectory, with observations) are appended there before its result record."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = {_key(r): r for r in read_records(out) if r.get("error") is None}
-    pending = [job for job in jobs if job.key not in done]
+    records (aaos.core.trajectory, with observations) are appended there before its result record. Once
+    `should_stop()` is True no episode starts; those running finish and are recorded."""
+    ledger = Ledger(jobs, out, trajectories, progress, should_stop)
     episodes = asyncio.Semaphore(concurrency)
     calls = asyncio.Semaphore(concurrency)
-    finished = len(jobs) - len(pending)
 
     async def one(job: Job) -> None:
-        nonlocal finished
         async with episodes:
-            policy = build_policy(specs[job.policy], job.env, job.seed, calls)
-            steps: list[dict[str, Any]] | None = [] if trajectories is not None else None
-            try:
-                record = await run_episode(job, policy, steps)
-                if trajectories is not None and steps:
-                    for step in steps:
-                        _append(trajectories, step)
-            except Exception as error:  # an episode's failure is recorded, never fatal to the run
-                record = {"version": RECORD_VERSION, **asdict(job), "split": episode_split(job),
-                          "error": f"{type(error).__name__}: {error}"}
-            finally:
-                await policy.aclose()
-            _append(out, record)
-            done[job.key] = record
-            finished += 1
-            if progress is not None:
-                progress(finished, len(jobs), record)
+            if not ledger.stopping():
+                record, steps = await play(job, specs[job.policy], calls, trajectories is not None)
+                ledger.add(job, record, steps)
 
-    await asyncio.gather(*(one(job) for job in pending))
-    return [done[job.key] for job in jobs if job.key in done]
+    await asyncio.gather(*(one(job) for job in ledger.pending))
+    return ledger.records()
 
 
 def _key(record: dict[str, Any]) -> str:
@@ -175,7 +217,6 @@ def _key(record: dict[str, Any]) -> str:
 
 
 def run(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
-        progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-        trajectories: Path | None = None) -> list[dict[str, Any]]:
+        progress: Progress | None = None, trajectories: Path | None = None) -> list[dict[str, Any]]:
     """Synchronous entry to run_jobs."""
     return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress, trajectories))

@@ -8,7 +8,6 @@ the tab's own folder. A model's token stays in its PolicySpec in memory; the fil
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import threading
 import time
@@ -47,9 +46,6 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_CANDIDATE = "random"
 MAX_EPISODES = 50
 MAX_CONCURRENCY = 16
-BATCH = 64
-"""Episodes per batch of the runner. Stop cancels model calls at once, but an episode without them never yields
-to the event loop, so a run of baselines only notices Stop between batches."""
 RESULTS_FILE = "results.jsonl"
 
 
@@ -210,21 +206,17 @@ class BenchmarkRun:
         """The downloads: the results JSONL and the leaderboard CSV, those that exist."""
         return [p for p in (self.results, self.out_dir / "leaderboard.csv") if p.exists()]
 
-    def _progress(self, earlier: int, finished: int, _total: int, record: dict[str, Any]) -> None:
-        self.finished, self.last = earlier + finished, record
+    def _progress(self, finished: int, _total: int, record: dict[str, Any]) -> None:
+        self.finished, self.last = finished, record
 
     async def _run(self, specs: dict[str, PolicySpec]) -> None:
         task = asyncio.current_task()
         assert task is not None
         with self._lock:
             self._running = (asyncio.get_running_loop(), task)
-        jobs = self.plan.jobs()
-        try:
-            for start in range(0, len(jobs), BATCH):
-                if self._stop.is_set():
-                    break
-                await run_jobs(jobs[start:start + BATCH], specs, self.results, self.plan.concurrency,
-                               functools.partial(self._progress, start))
+        try:  # Stop cancels model calls at once; should_stop keeps episodes without them from starting
+            await run_jobs(self.plan.jobs(), specs, self.results, self.plan.concurrency, self._progress,
+                           should_stop=self._stop.is_set)
         finally:
             with self._lock:
                 self._running = None  # before asyncio.run closes the loop
