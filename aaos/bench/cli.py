@@ -13,6 +13,8 @@ from tqdm import tqdm
 
 import aaos
 from aaos.agents.llm import LLMConfig
+from aaos.bench import ray_backend
+from aaos.bench.hub import check_push_target, push_results
 from aaos.bench.policies import BASELINES, PolicySpec, baseline
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, run
@@ -38,11 +40,26 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scenario", action="append", help="repeatable (default: all scenarios)")
     p.add_argument("--split", choices=("train", "holdout", "both"), default="both")
     p.add_argument("--episodes", type=int, default=3, help="seeds per split for each task and scenario")
-    p.add_argument("--concurrency", type=int, default=8, help="episodes and model calls at once")
+    p.add_argument("--concurrency", type=int, default=8,
+                   help="episodes and model calls at once (with --ray: episodes in flight)")
     p.add_argument("--out", type=Path, default=Path("runs/bench"), help="output folder")
     p.add_argument("--gate", dest="candidate", help="policy to test for promotion against the champion")
     p.add_argument("--trajectories", action="store_true",
                    help="also write every episode's per-step trajectory to trajectories.jsonl (for aaos replay/sft)")
+    p.add_argument("--ray", metavar="ADDRESS",
+                   help="run the episodes as Ray tasks, with the records of a local run (but wall_s); needs "
+                        f"{ray_backend.INSTALL_HINT}. ADDRESS: 'auto' (the cluster `ray start --head` started on this "
+                        "machine, or RAY_ADDRESS), HOST:PORT of a head node, ray://HOST:10001 (Ray Client, needs "
+                        "ray[client]) or 'local' (a cluster of this machine, started for the run and stopped after). "
+                        "The tasks run this checkout; every node needs aaos's dependencies installed")
+    p.add_argument("--push-to-hub", metavar="REPO_ID",
+                   help="after the run, upload the output folder to this Hugging Face dataset (owner/name) under "
+                        "runs/<run id>/ with a dataset card; token from HF_TOKEN (see docs/benchmark_upload.md)")
+    visibility = p.add_mutually_exclusive_group()
+    visibility.add_argument("--hub-private", dest="hub_private", action="store_true", default=True,
+                            help="create the dataset private (default; an existing repo keeps its visibility)")
+    visibility.add_argument("--hub-public", dest="hub_private", action="store_false",
+                            help="create the dataset public")
     p.set_defaults(func=main)
 
 
@@ -70,6 +87,10 @@ def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.ray and (problem := ray_backend.missing()):
+        raise ValueError(problem)
+    if args.push_to_hub:
+        check_push_target(args.push_to_hub)  # a bad repo id or a missing HF_TOKEN fails now, not after the run
     specs = _specs(args)
     tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
     scenarios = args.scenario or [s["id"] for s in aaos.list_scenarios(env=args.env)]
@@ -81,8 +102,13 @@ def main(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"{record['policy']} {record['task']} {record.get('score', float('nan')):.3f}")
             bar.refresh()
 
-        records = run(jobs, specs, args.out / "results.jsonl", args.concurrency, progress,
-                      args.out / "trajectories.jsonl" if args.trajectories else None)
+        results = args.out / "results.jsonl"
+        trajectories = args.out / "trajectories.jsonl" if args.trajectories else None
+        if args.ray:
+            records = ray_backend.run_jobs_on_ray(jobs, specs, results, args.ray, args.concurrency, progress,
+                                                  trajectories)
+        else:
+            records = run(jobs, specs, results, args.concurrency, progress, trajectories)
     rows = summarise(records)
     paths = write_reports(rows, args.out)
     (args.out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")
@@ -96,4 +122,7 @@ def main(args: argparse.Namespace) -> int:
         (args.out / "gate.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         print(f"gate: {result.verdict}: " + "; ".join(result.reasons))
     print("written: " + ", ".join(str(p) for p in paths.values()))
+    if args.push_to_hub:
+        pushed = push_results(args.out, args.push_to_hub, private=args.hub_private)
+        print(f"pushed run {pushed.run_id}: {pushed.url}")
     return 0
