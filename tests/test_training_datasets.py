@@ -71,7 +71,8 @@ def test_sft_rows_are_exactly_the_llm_agents_exchanges(llm) -> None:
         prompt, answer = row["messages"][:-1], row["messages"][-1]
         assert dumps(prompt) in replies, "an SFT prompt differs from every prompt the LLM agent sent"
         assert answer == {"role": "assistant", "content": replies[dumps(prompt)]}
-        assert row["role"] == (prompt[0]["content"].split()[3] if mode == "per_role" else None)
+        assert (row["role"] is None) == (mode == "joint")
+        assert mode == "joint" or f"You are the {row['role']} agent." in prompt[0]["content"]
 
 
 def test_grpo_prompts_are_exactly_the_prompts_the_llm_agent_sent(llm) -> None:

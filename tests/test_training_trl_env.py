@@ -110,7 +110,7 @@ def test_the_rollout_ends_at_the_horizon_and_is_scored_like_reward_fn(rows) -> N
 
     environment.reset(**row)
     for _ in range(2):
-        assert "\n\nStep " in environment.query_metrics()
+        assert "\n\nYour view as operations:" in environment.query_metrics()
     assert environment.query_metrics().endswith("The rollout is over.")
     assert environment.query_metrics() == "The rollout is over: no more actions are taken."
     assert environment.rollout.steps == 3

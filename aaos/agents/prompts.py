@@ -57,12 +57,23 @@ JOINT_OUTPUT = (
     '{"product_manager": {"action_type": "...", "payload": {...}}, "engineer": {...}, ...}.'
 )
 
-VIEW_FIELDS_HIDDEN_FROM_PROMPT = ("legal_actions", "role", "step")
-"""View fields the prompt shows separately (legal actions) or in its header (role, step)."""
+VIEW_ORDER = (
+    "policy", "signals", "resources", "pending_requests", "incidents", "plans", "risks", "recent_events",
+    "system_metrics", "visible_tasks", "oversight_log", "last_query_step",
+)
+"""The view fields a prompt shows, those that change least often first: a server that caches prompt prefixes
+(llama.cpp, hosted APIs) then re-reads only the tail of a role's prompt from one step to the next. The legal
+actions, the step and the last action's result follow the view."""
+
+SHOWN_APART = frozenset({"role", "step", "legal_actions", "last_action_result"})
+"""View fields the prompt shows outside the view object (a field in neither set goes after VIEW_ORDER's)."""
+
+EMPTY: tuple[Any, ...] = ([], {}, "hidden", None)
+"""Values left out of prompts, at any depth: they say nothing, and small models read every token."""
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _payload_schema(fields: dict[str, Any]) -> dict[str, Any]:
@@ -108,23 +119,69 @@ def describe_legal(legal: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+SYSTEM_PREAMBLE = (
+    "AAOS is a simulated tech organisation of six roles ({roles}). Each step every role takes one action.\n"
+)
+
+
 def role_system_prompt(role: str, spec: EnvSpec) -> str:
+    """The same text for every role up to the role's own brief, so consecutive calls share a cached prefix."""
     return (
-        f"You are the {role} agent in AAOS, a simulated tech organisation of six roles "
-        f"({', '.join(spec.roles)}). Each step every role takes one action.\n"
-        f"{ROLE_BRIEFS[role]}\n{RULES}\n{ROLE_OUTPUT}"
+        f"{SYSTEM_PREAMBLE.format(roles=', '.join(spec.roles))}{RULES}\n{ROLE_OUTPUT}\n"
+        f"You are the {role} agent. {ROLE_BRIEFS[role]}"
     )
 
 
-EMPTY: tuple[Any, ...] = ([], {}, "hidden", None)
-"""View values left out of prompts: they say nothing, and small models read every token."""
+def _pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _pruned(v) for k, v in value.items() if v not in EMPTY}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def _view_keys(view: dict[str, Any]) -> list[str]:
+    return [*VIEW_ORDER, *sorted(set(view) - set(VIEW_ORDER) - SHOWN_APART)]
+
+
+def _last_action(view: dict[str, Any]) -> str:
+    last = view.get("last_action_result")
+    return "none yet" if last in EMPTY else _compact(_pruned(last))
 
 
 def role_user_prompt(view: dict[str, Any]) -> str:
-    shown = {k: v for k, v in view.items() if k not in VIEW_FIELDS_HIDDEN_FROM_PROMPT and v not in EMPTY}
+    """A role's view (steady fields first, empty values left out), its legal actions, then the step."""
+    shown = {key: _pruned(view[key]) for key in _view_keys(view) if view.get(key) not in EMPTY}
     return (
-        f"Step {view['step']}. Your view as {view['role']}:\n{_compact(shown)}\n"
-        f"Your legal actions now:\n{describe_legal(view['legal_actions'])}"
+        f"Your view as {view['role']}:\n{_compact(shown)}\n"
+        f"Your legal actions now:\n{describe_legal(view['legal_actions'])}\n"
+        f"Step {view['step']}. Your last action: {_last_action(view)}"
+    )
+
+
+def joint_user_prompt(observation: dict[str, Any]) -> str:
+    """All six views with each field shown once per distinct value (and the roles that see it), steady fields
+    first; then each role's legal actions and last action, and the step."""
+    views = observation["agent_observations"]
+    shared: dict[str, Any] = {}
+    partial: list[str] = []
+    for key in _view_keys(next(iter(views.values()))):
+        seen_by: dict[str, list[str]] = {}
+        for role, view in views.items():
+            if view.get(key) not in EMPTY:
+                seen_by.setdefault(_compact(_pruned(view[key])), []).append(role)
+        if len(seen_by) == 1 and len(next(iter(seen_by.values()))) == len(views):
+            shared[key] = _pruned(next(iter(views.values()))[key])
+        else:
+            partial.extend(f"- {key}, seen by {', '.join(roles)}: {value}" for value, roles in seen_by.items())
+    legal = "\n".join(f"## {role}\n{describe_legal(view['legal_actions'])}" for role, view in views.items())
+    last = "\n".join(f"- {role}: {_last_action(view)}" for role, view in views.items())
+    some = "\n".join(partial) or "(nothing)"
+    return (
+        f"What every role sees:\n{_compact(shared)}\n"
+        f"What only some roles see:\n{some}\n"
+        f"Legal actions now, by role:\n{legal}\n"
+        f"Step {observation['step_count']} of {observation['max_steps']}. Last actions:\n{last}"
     )
 
 
@@ -137,19 +194,13 @@ def role_messages(role: str, view: dict[str, Any], spec: EnvSpec) -> list[dict[s
 
 
 def joint_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[str, str]]:
-    """The chat for one joint decision: every role's brief, view and legal actions."""
+    """The chat for one joint decision: every role's brief, the six views, every role's legal actions."""
     briefs = "\n".join(f"- {role}: {ROLE_BRIEFS[role]}" for role in spec.roles)
-    views = "\n\n".join(
-        f"## {role}\n{role_user_prompt(view)}" for role, view in observation["agent_observations"].items()
-    )
     system = (
         "You coordinate all six roles of AAOS, a simulated tech organisation. Each step every role takes one "
         f"action.\n{briefs}\n{RULES}\n{JOINT_OUTPUT}"
     )
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": f"Step {observation['step_count']} of {observation['max_steps']}.\n\n{views}"},
-    ]
+    return [{"role": "system", "content": system}, {"role": "user", "content": joint_user_prompt(observation)}]
 
 
 def repair_message(error: str) -> dict[str, str]:

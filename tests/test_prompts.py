@@ -1,0 +1,96 @@
+"""The prompts' layout: the same system text for every role up to its brief, views without empty values in
+the steady-first order, and a joint prompt that shows each view field once yet loses nothing of any view."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import aaos
+from aaos.agents.prompts import EMPTY, SHOWN_APART, VIEW_ORDER, joint_messages, role_messages
+
+SPEC = aaos.spec("org")
+
+
+def observations(task: str = "full_episode", scenario: str = "product_launch_failure",
+                 policy: str = "random") -> list[dict[str, Any]]:
+    """Every observation of a random episode: views that fill up with plans, events, risks and incidents."""
+    env = aaos.make(task, scenario=scenario, seed=3)
+    player = aaos.policies.make(policy, seed=3)
+    observation = env.reset()
+    seen = [observation]
+    while True:
+        result = env.step(player.act(observation))
+        observation = result.observation
+        if result.done:
+            return seen
+        seen.append(observation)
+
+
+def pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: pruned(v) for k, v in value.items() if v not in EMPTY}
+    if isinstance(value, list):
+        return [pruned(v) for v in value]
+    return value
+
+
+def shown_view(view: dict[str, Any]) -> dict[str, Any]:
+    """What of a view a prompt must carry in its view part."""
+    return {k: pruned(v) for k, v in view.items() if k not in SHOWN_APART and v not in EMPTY}
+
+
+def test_system_prompts_share_everything_up_to_the_role() -> None:
+    systems = [
+        role_messages(role, view, SPEC)[0]["content"]
+        for role, view in observations()[0]["agent_observations"].items()]
+    heads = {system.split("You are the ")[0] for system in systems}
+    tails = {system.split("You are the ")[1] for system in systems}
+    assert len(heads) == 1 and len(tails) == len(systems)  # one shared text, then each role's own
+
+
+def test_a_role_prompt_carries_its_whole_view_steady_fields_first_and_the_step_last() -> None:
+    for observation in observations():
+        for role, view in observation["agent_observations"].items():
+            user = role_messages(role, view, SPEC)[1]["content"]
+            header, body, legal_and_step = user.split("\n", 2)
+            assert header == f"Your view as {role}:"
+            carried = json.loads(body)
+            assert carried == shown_view(view)
+            order = [k for k in VIEW_ORDER if k in carried]
+            assert list(carried)[:len(order)] == order
+            assert legal_and_step.startswith("Your legal actions now:\n")
+            assert legal_and_step.splitlines()[-1].startswith(f"Step {view['step']}. Your last action: ")
+            for empty in ("null", "[]", "{}", '"hidden"'):
+                assert empty not in body
+
+
+def read_joint(user: str, roles: list[str]) -> dict[str, dict[str, Any]]:
+    """The six views as the joint prompt tells them: the shared object plus each 'seen by' line."""
+    lines = user.split("\n")
+    assert lines[0] == "What every role sees:" and lines[2] == "What only some roles see:"
+    views = {role: dict(json.loads(lines[1])) for role in roles}
+    for line in lines[3:lines.index("Legal actions now, by role:")]:
+        if line == "(nothing)":
+            continue
+        head, value = line.removeprefix("- ").split(": ", 1)
+        key, seen_by = head.split(", seen by ")
+        for role in seen_by.split(", "):
+            assert key not in views[role], f"{key} told twice for {role}"
+            views[role][key] = json.loads(value)
+    return views
+
+
+@pytest.mark.parametrize("scenario", ["product_launch_failure", "vendor_outage_cascade"])
+def test_the_joint_prompt_tells_each_field_once_and_loses_nothing(scenario: str) -> None:
+    for observation in observations(scenario=scenario):
+        views = observation["agent_observations"]
+        user = joint_messages(observation, SPEC)[1]["content"]
+        told = read_joint(user, list(views))
+        assert told == {role: shown_view(view) for role, view in views.items()}
+        six_views = sum(len(json.dumps(shown_view(v), separators=(",", ":"))) for v in views.values())
+        assert len(user.split("Legal actions now")[0]) < six_views
+        assert user.rstrip().split("\n")[-7] == (
+            f"Step {observation['step_count']} of {observation['max_steps']}. Last actions:")
