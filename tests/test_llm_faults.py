@@ -23,6 +23,11 @@ from aaos.bench.stats import summarise
 TOKEN = "hf_" + "q7Zt" * 8  # looks like a real token; must never be written anywhere
 
 
+REASONS = {"timeout": "APITimeoutError", "server_error": "InternalServerError", "not_json": "not valid JSON",
+           "wrong_schema": "InvalidAnswer", "empty": "InvalidAnswer"}
+"""What CallStats.last_error names for each fault."""
+
+
 def config(url: str, **overrides: Any) -> LLMConfig:
     return LLMConfig(**{"model": "fake", "base_url": url, "api_key": TOKEN, "timeout_s": 10.0, "max_retries": 1,
                         "backoff_s": 0.01, **overrides})
@@ -58,6 +63,8 @@ def test_every_failure_falls_back_to_the_champion(mode: str, agent_mode: str) ->
     assert stats["decisions"] == {"primary": 0, "secondary": 0, "champion": 6 * steps}
     assert stats["fallback_rate"] == 1.0
     assert score >= 0.7  # the champion carried the episode
+    assert stats["last_error"].startswith("fake: ") and REASONS[mode] in stats["last_error"], stats["last_error"]
+    assert TOKEN not in stats["last_error"]
     if mode in ("timeout", "server_error"):
         assert stats["failed_calls"] >= steps
     else:
@@ -86,6 +93,7 @@ def test_a_repaired_answer_counts_as_the_model_s() -> None:
         policy.close()
     assert policy.stats.repairs == 1
     assert policy.stats.decisions == {"primary": 6, "secondary": 0, "champion": 0}
+    assert policy.stats.last_error is None
     assert "That answer was invalid" in script.requests[1]["messages"][-1]["content"]
 
 

@@ -89,6 +89,7 @@ def test_a_failing_endpoint_falls_back_to_the_champion_and_the_run_finishes() ->
     assert session.model_usage is not None
     assert session.model_usage.total["decisions"] == {"primary": 0, "secondary": 0, "champion": 6 * steps}
     assert f"{6 * steps} of {6 * steps} actions" in usage_html(updates[-1])  # every action fell back
+    assert "Last fallback: fake-model: InvalidAnswer: not valid JSON" in usage_html(updates[-1])
     assert session.score is not None and session.score >= 0.7  # the champion carried the episode
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from aaos.agents.base import Action, Policy
 from aaos.agents.heuristic import OrgChampion
@@ -34,6 +35,7 @@ ResponseFormat = Literal["json_schema", "json_object", "none"]
 Mode = Literal["per_role", "joint"]
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 TIERS = ("primary", "secondary", "champion")
+LAST_ERROR_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,12 @@ class CallStats:
     completion_tokens: int = 0
     latency_s: float = 0.0
     decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
+    last_error: str | None = None
+    """Why a tier's answer was last given up on ("model: ErrorType: message"), or None if none was."""
+
+    def give_up(self, tier: _Tier, error: Exception) -> None:
+        """Note why the tier's answer is given up on (the next tier then decides)."""
+        self.last_error = f"{tier.config.model}: {type(error).__name__}: {error}"[:LAST_ERROR_CHARS]
 
     def to_dict(self) -> dict[str, Any]:
         decided = sum(self.decisions.values())
@@ -92,6 +100,7 @@ class CallStats:
             "mean_latency_s": round(self.latency_s / self.calls, 4) if self.calls else None,
             "decisions": dict(self.decisions),
             "fallback_rate": round(1 - self.decisions["primary"] / decided, 4) if decided else 0.0,
+            "last_error": self.last_error,
         }
 
 
@@ -158,6 +167,12 @@ class _Tier:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+    async def chat(self, request: dict[str, Any]) -> ChatCompletion:
+        """POST /chat/completions with the request as its body. The client's typed `create` would first walk
+        every message and the whole output schema to "transform" them, costing more CPU than the call itself
+        when many run at once."""
+        return await self.client.post("/chat/completions", cast_to=ChatCompletion, body=request)
 
     def response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self.config.response_format == "json_schema":
@@ -226,10 +241,10 @@ class LLMPolicy(Policy):
             started = time.perf_counter()
             try:
                 if self.call_limit is None:
-                    response = await tier.client.chat.completions.create(**request)
+                    response = await tier.chat(request)
                 else:
                     async with self.call_limit:
-                        response = await tier.client.chat.completions.create(**request)
+                        response = await tier.chat(request)
             except RETRYABLE:
                 self.stats.calls += 1
                 self.stats.latency_s += time.perf_counter() - started
@@ -271,7 +286,8 @@ class LLMPolicy(Policy):
         for tier_name, tier in zip(TIERS, self.tiers, strict=False):
             try:
                 action = await self._ask_role(tier, role, view)
-            except (InvalidAnswer, openai.APIError):
+            except (InvalidAnswer, openai.APIError) as error:
+                self.stats.give_up(tier, error)
                 continue
             self.stats.decisions[tier_name] += 1
             return action
@@ -287,7 +303,8 @@ class LLMPolicy(Policy):
             messages = joint_messages(observation, self.spec)
             try:
                 answer = await self._joint_answer(tier, messages, legal)
-            except (InvalidAnswer, openai.APIError):
+            except (InvalidAnswer, openai.APIError) as error:
+                self.stats.give_up(tier, error)
                 continue
             for role in list(undecided):
                 action = answer.get(role)
@@ -307,18 +324,24 @@ class LLMPolicy(Policy):
         """The valid per-role actions of one tier's joint answer, after one repair turn for the rest."""
         schema = joint_schema(legal)
         reply = await self._complete(tier, messages, schema)
-        valid, errors = self._joint_valid(decode_or_empty(reply), legal)
+        valid, errors = self._joint_valid(reply, legal)
         if errors:
             self.stats.repairs += 1
             retry = [*messages, {"role": "assistant", "content": reply[:4000]}, repair_message("; ".join(errors))]
-            fixed, _ = self._joint_valid(decode_or_empty(await self._complete(tier, retry, schema)), legal)
+            fixed, still = self._joint_valid(await self._complete(tier, retry, schema), legal)
             valid.update({role: action for role, action in fixed.items() if role not in valid})
+            if len(valid) < len(legal):
+                self.stats.give_up(tier, InvalidAnswer("; ".join(still)))
         return valid
 
-    def _joint_valid(self, data: Any,
+    def _joint_valid(self, reply: str,
                      legal: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Action], list[str]]:
         valid: dict[str, Action] = {}
         errors: list[str] = []
+        try:
+            data = decode(reply)
+        except InvalidAnswer as error:
+            return valid, [str(error)]
         if not isinstance(data, dict):
             return valid, ["the answer must be a JSON object mapping each role to its action"]
         for role, role_legal in legal.items():
@@ -328,9 +351,3 @@ class LLMPolicy(Policy):
                 errors.append(f"{role}: {error}")
         return valid, errors
 
-
-def decode_or_empty(content: str | None) -> Any:
-    try:
-        return decode(content)
-    except InvalidAnswer:
-        return None

@@ -354,7 +354,9 @@ def model_usage(usage: ModelUsage | None) -> str:
                                        f"last step {step_tokens:,}"),
         _stat("Latency", _seconds(total["mean_latency_s"]), f"per call · last step {_seconds(step_latency)}"),
     ]
-    return f'<div class="aaos-status aaos-usage" id="aaos-usage">{"".join(boxes)}</div>'
+    reason = total.get("last_error")
+    why = f'<p class="aaos-usage-error">Last fallback: {html.escape(reason)}</p>' if reason else ""
+    return f'<div class="aaos-status aaos-usage" id="aaos-usage">{"".join(boxes)}</div>{why}'
 
 
 def bench_status(finished: int, total: int, body: str, kind: str = "info") -> str:
