@@ -2,38 +2,63 @@
 
 The model is weak; these tests assert that every action it leads to is valid (its own, repaired, or the
 champion's fallback), that episodes finish and that the log lines are well formed, not that it plays well.
+Each plays a whole org_simulation episode (20 steps for this model), a few minutes on 2 cores.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+import json
+from pathlib import Path
 
 import pytest
 from test_inference import END, START, STEP, run_inference
+from ui_fixtures import html_table, reset, run_benchmark
 
 import aaos
 from aaos.agents.llm import LLMPolicy
-from aaos.agents.local_model import MODEL_NAME, LocalModelServer, missing
+from aaos.agents.local_model import MODEL_NAME, missing, shared_server
+from aaos.ui import benchmark
+
+MAX_STEPS = next(t["max_steps"] for t in aaos.list_tasks() if t["id"] == "org_simulation")
 
 pytestmark = [
-    pytest.mark.skipif(os.environ.get("AAOS_LOCAL_MODEL_TESTS") != "1",
-                       reason="slow (minutes per episode on 2 cores): set AAOS_LOCAL_MODEL_TESTS=1 to run"),
+    pytest.mark.local_model,
     pytest.mark.skipif(missing() is not None, reason=f"local model not installed: {missing()}"),
 ]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalModelServer]:
-    running = LocalModelServer().start()
-    yield running
-    running.stop()
+def assert_accounted(stats: dict[str, object], steps: int, calls_per_step: int) -> None:
+    """Every role's action of every step went to a tier, and the model was really called."""
+    decisions = stats["decisions"]
+    assert isinstance(decisions, dict) and sum(decisions.values()) == 6 * steps
+    assert decisions["primary"] > 0  # the model's own answers, not only fallbacks
+    assert stats["calls"] >= calls_per_step * steps  # type: ignore[operator]
+    assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("mode", ["per_role", "joint"])
-def test_local_model_plays_a_full_org_simulation_episode(server: LocalModelServer, mode: str) -> None:
-    env = aaos.make("org_simulation", scenario="product_launch_failure", seed=0)
-    policy = LLMPolicy(env.spec, server.config(mode))
+def test_the_space_benchmark_ranks_the_champion_random_and_the_local_model() -> None:
+    """What a user gets from the Benchmark tab with the local model installed: its per-role episode is played
+    (six concurrent calls a step, each role seeing only its own view) and ranked beside the baselines."""
+    session = reset()["session"]
+    last = run_benchmark(session, policies=("heuristic", "random", "local"), scenarios=("product_launch_failure",),
+                         splits=("train",), candidate="local", mode="per_role")[-1]
+    assert "Done: 3 episodes" in last["bench_status"], last["bench_status"]
+    board = html_table(last["leaderboard"])
+    assert {row["Policy"] for row in board} == {"Champion", "Random", benchmark.NAMES[benchmark.LOCAL_NAME]}
+    assert board[0]["Policy"] == "Champion"
+    results = next(Path(p) for p in last["bench_files"]["value"] if Path(p).name == "results.jsonl")
+    local = [r for r in map(json.loads, results.read_text(encoding="utf-8").splitlines())
+             if r["policy"] == benchmark.LOCAL_NAME]
+    assert len(local) == 1 and local[0]["error"] is None
+    record = local[0]
+    assert record["invalid_actions"] == 0 and 0.0 <= record["score"] <= 1.0
+    assert 1 <= record["steps"] <= MAX_STEPS
+    assert_accounted(record["llm"], record["steps"], calls_per_step=6)
+
+
+def test_the_local_model_plays_a_full_org_simulation_episode_in_joint_mode() -> None:
+    env = aaos.make("org_simulation", scenario="vendor_outage_cascade", seed=10000)
+    policy = LLMPolicy(env.spec, shared_server().config("joint"))
     observation = env.reset()
     steps = 0
     try:
@@ -46,16 +71,13 @@ def test_local_model_plays_a_full_org_simulation_episode(server: LocalModelServe
                 break
     finally:
         policy.close()
-    stats = policy.stats.to_dict()
-    assert steps <= 20 and result.done
-    assert sum(stats["decisions"].values()) == 6 * steps  # every role's action is accounted to a tier
-    assert stats["calls"] >= (steps if mode == "joint" else 6 * steps)
-    assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
+    assert steps <= MAX_STEPS
+    assert_accounted(policy.stats.to_dict(), steps, calls_per_step=1)
     assert 0.0 <= result.info["score"] <= 1.0
 
 
-def test_inference_lines_with_the_local_model(server: LocalModelServer) -> None:
-    done = run_inference(MODEL_NAME=MODEL_NAME, API_BASE_URL=server.base_url, RESPONSE_FORMAT="json_object",
+def test_inference_lines_with_the_local_model() -> None:
+    done = run_inference(MODEL_NAME=MODEL_NAME, API_BASE_URL=shared_server().base_url, RESPONSE_FORMAT="json_object",
                          MAX_STEPS="1")
     lines = done.stdout.splitlines()
     assert len(lines) == 9  # three tasks: START, one STEP, END
