@@ -12,6 +12,7 @@ import pytest
 import aaos
 from aaos.agents.base import Action, Policy, action
 from aaos.agents.heuristic import OrgChampion
+from aaos.agents.llm import validate_answer
 from aaos.core.seeding import split_seeds
 from aaos.envs.org.scenario import resolve_scenario
 
@@ -132,3 +133,20 @@ def test_ladder_separates_seeds_not_just_means() -> None:
         scores = [play(POLICIES[name](), "full_episode", "product_launch_failure", seed)
                   for name in ("noop", "random", "heuristic")]
         assert scores == sorted(scores) and len(set(scores)) == 3, scores
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_champion_acts_only_within_the_legal_payload_choices(scenario: str) -> None:
+    """What an LLM agent may answer (and what SFT rows keep): every champion action is one of the role's legal
+    actions with payload values among the offered choices."""
+    env = aaos.make("full_episode", scenario=scenario, seed=SEEDS[0])
+    champion = OrgChampion()
+    observation = env.reset()
+    while True:
+        joint = champion.act(observation)
+        for role, chosen in joint.items():
+            validate_answer(env.spec, role, chosen, observation["agent_observations"][role]["legal_actions"])
+        result = env.step(joint)
+        observation = result.observation
+        if result.done:
+            return

@@ -89,14 +89,32 @@ def test_sft_keeps_finished_episodes_above_the_score_and_only_applied_actions(ch
     applied = [(r["step"] - 1, role) for r in champion for role, result in r["action_results"].items()
                if result["status"] == "applied"]
     assert len(applied) < len(champion) * len(SPEC.roles)  # some actions were wasted
-    kept = [(row["step"], row["role"]) for row in rows]
-    left_out = [decision for decision in applied if decision not in kept]
-    assert kept == [decision for decision in applied if decision in kept] and left_out
-    for step, role in left_out:  # applied, but not an answer the LLM agent may give (e.g. 22 units)
-        answer = answer_text(role, champion[step]["joint_action"], SPEC)
-        with pytest.raises(InvalidAnswer):
-            parse_answer(SPEC, role, answer, champion[step]["observation"])
+    assert [(row["step"], row["role"]) for row in rows] == applied  # the champion keeps to the legal choices
     assert list(sft_rows([champion], min_score=champion[-1]["score"] + 1e-9)) == []
+
+
+def test_sft_leaves_out_applied_actions_the_llm_agent_may_not_give() -> None:
+    """An action the env applied but whose payload is not among the offered choices (22 units where the
+    choices are 5, 10, ..., 50) is no answer the LLM agent could give: no SFT row teaches it."""
+
+    class OffGridChampion(OrgChampion):
+        def act_role(self, role: str, view: dict[str, Any]) -> dict[str, Any]:
+            chosen = super().act_role(role, view)
+            if chosen["action_type"] == "request_resource":
+                return {**chosen, "payload": {**chosen["payload"], "amount": 22}}
+            return chosen
+
+    episode = play(EpisodeMeta("org", "crisis_management", "product_launch_failure", 4), OffGridChampion())
+    applied = [(r["step"] - 1, role, result["action_type"]) for r in episode
+               for role, result in r["action_results"].items() if result["status"] == "applied"]
+    kept = [(row["step"], row["role"]) for row in sft_rows([episode])]
+    assert any(kind == "request_resource" for *_, kind in applied)
+    assert kept == [(step, role) for step, role, kind in applied if kind != "request_resource"]
+    for step, role, kind in applied:
+        if kind == "request_resource":
+            with pytest.raises(InvalidAnswer):
+                parse_answer(SPEC, role, answer_text(role, episode[step]["joint_action"], SPEC),
+                             episode[step]["observation"])
 
 
 def test_an_sft_answer_is_the_recorded_action_and_passes_the_agents_validation(champion) -> None:

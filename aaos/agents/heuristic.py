@@ -39,17 +39,26 @@ def _report(view: dict[str, Any]) -> Action | None:
     return action("report_anomaly", description=f"{signal['title']} ({signal['metric']})", severity=signal["severity"])
 
 
+def _fit(options: list[int], wanted: int, ceiling: int) -> int | None:
+    """The smallest legal amount covering `wanted`, else the largest one; never above `ceiling`."""
+    allowed = [a for a in options if a <= ceiling]
+    covering = [a for a in allowed if a >= wanted]
+    return min(covering) if covering else max(allowed, default=None)
+
+
 def _request(role: str, view: dict[str, Any]) -> Action | None:
     if "request_resource" not in view["legal_actions"]:
         return None
+    options = view["legal_actions"]["request_resource"]["amount"]
     pending = {r["resource_type"] for r in view["pending_requests"] if r["role"] == role}
     limit = view["policy"]["max_resource_approval"]
     for task in view["visible_tasks"]:
         if task["owner"] != role or task["status"] != "in_progress":
             continue
-        for kind, amount in task["blocked_on"].items():
-            if kind not in pending:
-                return action("request_resource", amount=min(amount, limit), resource_type=kind)
+        for kind, needed in task["blocked_on"].items():
+            amount = _fit(options, min(needed, limit), limit)
+            if kind not in pending and amount is not None:
+                return action("request_resource", amount=amount, resource_type=kind)
     return None
 
 
@@ -108,10 +117,14 @@ class OrgChampion(Policy):
         last = view["last_query_step"]
         if last is None or view["step"] - last > RISK_CHECK_WINDOW:
             return action("query_metrics")
-        request = view["pending_requests"][0]
-        pool = view["resources"][request["resource_type"]]
-        amount = min(request["amount"], view["policy"]["max_resource_approval"], pool)
-        if amount <= 0:
+        legal = view["legal_actions"]["approve_resource"]
+        request = next((r for r in view["pending_requests"] if r["resource_type"] in legal["resource_type"]), None)
+        if request is None:
+            return None
+        ceiling = min(request["amount"], view["policy"]["max_resource_approval"],
+                      view["resources"][request["resource_type"]])
+        amount = max((a for a in legal["amount"] if a <= ceiling), default=None)
+        if amount is None:
             return None
         return action("approve_resource", amount=amount, resource_type=request["resource_type"])
 
