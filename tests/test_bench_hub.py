@@ -25,7 +25,7 @@ from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, run
 from aaos.bench.stats import summarise
 
-TOKEN = "hf_FAKEtokenFORtestsONLY0123456789"
+TOKEN = "hf_" + "Hb4k" * 8  # looks like a real token; must reach the fake Hub's auth header only
 REPO = "alice/aaos-bench"
 ROUTES = ["POST /api/repos/create", "POST /api/validate-yaml", f"POST /api/datasets/{REPO}/preupload/main",
           f"POST /api/datasets/{REPO}/commit/main"]

@@ -14,9 +14,9 @@ import aaos
 from aaos.agents.heuristic import OrgChampion
 from aaos.agents.llm import InvalidAnswer, LLMConfig, LLMPolicy
 from aaos.agents.prompts import role_messages
+from aaos.cli import main as cli
 from aaos.core.trajectory import EpisodeMeta, state_hash
 from aaos.training import DEFAULT_HORIZON, INVALID_REWARD, SnapshotError, grpo_rows, restore, reward_fn, sft_rows
-from aaos.training.cli import main as cli
 from aaos.training.decisions import answer_text, parse_answer
 from aaos.training.episodes import play
 from aaos.training.replay import check

@@ -14,8 +14,8 @@ import pytest
 from helpers import REPO_ROOT
 
 import aaos
+from aaos.cli import main as cli
 from aaos.core.trajectory import TRAJECTORY_VERSION, EpisodeMeta
-from aaos.training.cli import main as cli
 from aaos.training.episodes import TrajectoryError, play, read_jsonl, split_episodes
 from aaos.training.replay import check, replay
 
@@ -166,7 +166,7 @@ def test_a_trajectory_replays_exactly_in_another_process(tmp_path: Path, champio
     path = tmp_path / "champion.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in champion), encoding="utf-8")
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run([sys.executable, "-m", "aaos.training.cli", "replay", str(path)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "aaos.cli", "replay", str(path)], capture_output=True,
                          text=True, env=env, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.startswith("exact    ")
@@ -180,8 +180,8 @@ class Block:
         if name.split(".")[0] in ("torch", "trl", "transformers", "datasets", "tokenizers"):
             raise ImportError("blocked: " + name)
 sys.meta_path.insert(0, Block())
-import aaos, aaos.training, aaos.training.cli
-from aaos.training.cli import main
+import aaos, aaos.training, aaos.cli
+from aaos.cli import main
 assert main(["collect", "--task", "org_simulation", "--scenario", "product_launch_failure", "--episodes", "1",
              "--out", {str(tmp_path / "e.jsonl")!r}]) == 0
 assert main(["grpo-data", {str(tmp_path / "e.jsonl")!r}, "--out", {str(tmp_path / "g.jsonl")!r}]) == 0

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from helpers import REPO_ROOT
 
+from aaos.cli import main as cli
 from aaos.training import INVALID_REWARD
-from aaos.training.cli import main as cli
 
 pytest.importorskip("torch", reason="torch is in the optional [train] extra")
 pytest.importorskip("trl", reason="trl is in the optional [train] extra")

@@ -1,7 +1,6 @@
 """`aaos replay`, `aaos collect`, `aaos sft` and `aaos grpo-data`: the training bridge on the command line.
 
-`add_parsers(sub)` registers the four commands on the `aaos` command's subparsers; `python -m aaos.training.cli`
-runs them on their own.
+`add_parsers(sub)` registers the four commands on the `aaos` command's subparsers.
 """
 
 from __future__ import annotations
@@ -9,8 +8,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,36 +145,25 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("runs/train/episodes.jsonl"))
     p.set_defaults(func=_collect)
 
-    p = sub.add_parser("sft", help="build the SFT dataset (chat messages for TRL's SFTTrainer)",
-                       description="Keeps finished episodes scoring at least --min-score and, in them, the decisions "
-                                   "whose actions were applied; writes one chat per decision.")
-    p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
-    _mode_option(p)
+    p = _dataset_parser(sub, "sft", _sft, "build the SFT dataset (chat messages for TRL's SFTTrainer)",
+                        "Keeps finished episodes scoring at least --min-score and, in them, the decisions whose "
+                        "actions were applied; writes one chat per decision.")
     p.add_argument("--min-score", type=float, default=DEFAULT_MIN_SCORE, help="episode score filter")
-    p.add_argument("--out", type=Path, default=Path("runs/train/sft.jsonl"))
-    p.set_defaults(func=_sft)
 
-    p = sub.add_parser("grpo-data", help="build the GRPO dataset (prompts with environment snapshots)",
-                       description="One prompt per decision of every step, with the snapshot that reward_fn and "
-                                   "OrgEnvironment restore.")
-    p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
-    _mode_option(p)
+    p = _dataset_parser(sub, "grpo-data", _grpo_data, "build the GRPO dataset (prompts with environment snapshots)",
+                        "One prompt per decision of every step, with the snapshot that reward_fn and "
+                        "OrgEnvironment restore.")
     p.add_argument("--horizon", type=int, default=DEFAULT_HORIZON,
                    help="score each completion this many steps after the snapshot")
-    p.add_argument("--out", type=Path, default=Path("runs/train/grpo.jsonl"))
-    p.set_defaults(func=_grpo_data)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aaos.training.cli", description=__doc__)
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except ValueError as error:
-        print(f"aaos: {error}", file=sys.stderr)
-        return 2
+def _dataset_parser(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_text: str,
+                    description: str) -> argparse.ArgumentParser:
+    """A dataset command: trajectory files in, --mode, and --out runs/train/<name>.jsonl."""
+    p = sub.add_parser(name, help=help_text, description=description)
+    p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
+    _mode_option(p)
+    p.add_argument("--out", type=Path, default=Path(f"runs/train/{name.removesuffix('-data')}.jsonl"))
+    p.set_defaults(func=func)
+    return p
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
