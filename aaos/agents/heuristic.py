@@ -56,7 +56,7 @@ def _request(role: str, view: dict[str, Any]) -> Action | None:
         if task["owner"] != role or task["status"] != "in_progress":
             continue
         for kind, needed in task["blocked_on"].items():
-            amount = _fit(options, min(needed, limit), limit)
+            amount = _fit(options, needed, limit)
             if kind not in pending and amount is not None:
                 return action("request_resource", amount=amount, resource_type=kind)
     return None

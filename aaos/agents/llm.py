@@ -13,6 +13,7 @@ written to results.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
@@ -240,11 +241,8 @@ class LLMPolicy(Policy):
         for attempt in range(tier.config.max_retries + 1):
             started = time.perf_counter()
             try:
-                if self.call_limit is None:
+                async with self.call_limit or contextlib.nullcontext():
                     response = await tier.chat(request)
-                else:
-                    async with self.call_limit:
-                        response = await tier.chat(request)
             except RETRYABLE:
                 self.stats.calls += 1
                 self.stats.latency_s += time.perf_counter() - started
@@ -299,8 +297,8 @@ class LLMPolicy(Policy):
         legal = {role: view["legal_actions"] for role, view in views.items()}
         undecided = dict(views)
         decided: JointAction = {}
+        messages = joint_messages(observation, self.spec)
         for tier_name, tier in zip(TIERS, self.tiers, strict=False):
-            messages = joint_messages(observation, self.spec)
             try:
                 answer = await self._joint_answer(tier, messages, legal)
             except (InvalidAnswer, openai.APIError) as error:
