@@ -9,14 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from aaos.agents.base import Action, Policy, action
-from aaos.envs.org.spec import PRIORITY_WEIGHT, SEVERITIES
+from aaos.envs.org.oversight import RISK_CHECK_WINDOW
+from aaos.envs.org.spec import PRIORITY_WEIGHT, ROLES, SEVERITIES, VISIBLE_METRICS
 
-QUERY_EVERY = 2
-"""A role with nothing better to do checks its metrics at least this often."""
-RISK_CHECK_WINDOW = 3
-"""Operations checks metrics itself before approving when its last check is older than this."""
 PLAN_TEXT = "Sprint plan: deliver critical work first, hand each task to its required role, flag risks early."
-REPLAN_TEXT = "Re-plan after the cut to {resources}: keep critical work funded, defer low-priority work."
+REPLAN_TEXT = "Re-plan after the cut to {resource}: keep critical work funded, defer low-priority work."
+REPORTERS: tuple[str, ...] = tuple(r for r in ROLES if r in ("engineer", "data_analyst", "operations"))
 
 
 def _waiting_events(view: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -32,11 +30,16 @@ def _resolve(role: str, view: dict[str, Any]) -> Action | None:
     return action("resolve_incident", incident_id=incidents[0]["id"])
 
 
-def _report(view: dict[str, Any]) -> Action | None:
-    if not view["signals"] or "report_anomaly" not in view["legal_actions"]:
+def _report(role: str, view: dict[str, Any]) -> Action | None:
+    """Report the first signal this role is the designated reporter of: the first role (in role order) able to
+    report anomalies that sees the signal's metric, so that no two roles report the same anomaly."""
+    if "report_anomaly" not in view["legal_actions"]:
         return None
-    signal = view["signals"][0]
-    return action("report_anomaly", description=f"{signal['title']} ({signal['metric']})", severity=signal["severity"])
+    for signal in view["signals"]:
+        if next(r for r in REPORTERS if signal["metric"] in VISIBLE_METRICS[r]) == role:
+            return action("report_anomaly", description=f"{signal['title']} ({signal['metric']})",
+                          severity=signal["severity"])
+    return None
 
 
 def _fit(options: list[int], wanted: int, ceiling: int) -> int | None:
@@ -62,9 +65,16 @@ def _request(role: str, view: dict[str, Any]) -> Action | None:
     return None
 
 
-def _query(view: dict[str, Any], every: int = QUERY_EVERY) -> Action | None:
-    last = view["last_query_step"]
-    return action("query_metrics") if last is None or view["step"] - last >= every else None
+def _busy(role: str, view: dict[str, Any]) -> bool:
+    """The role is working on a task of its own that is not blocked (a query would stall it)."""
+    return any(t["owner"] == role and t["status"] == "in_progress" and not t["blocked_on"]
+               for t in view["visible_tasks"])
+
+
+def _look(view: dict[str, Any]) -> Action:
+    """Investigate the role's metrics in turn, one a step (a hidden risk shows in one metric)."""
+    metrics = view["legal_actions"]["query_metrics"]["metric"]
+    return action("query_metrics", metric=metrics[view["step"] % len(metrics)])
 
 
 def _propose(role: str, view: dict[str, Any]) -> Action | None:
@@ -72,7 +82,8 @@ def _propose(role: str, view: dict[str, Any]) -> Action | None:
         return None
     shocks = _waiting_events(view, "resource_shock")
     if shocks:
-        return action("propose_plan", plan=REPLAN_TEXT.format(resources=" and ".join(shocks[0]["resource_deltas"])))
+        resource = next(iter(shocks[0]["resource_deltas"]))
+        return action("propose_plan", plan=REPLAN_TEXT.format(resource=resource), addresses=resource)
     if not view["plans"]:
         return action("propose_plan", plan=PLAN_TEXT)
     return None
@@ -100,23 +111,30 @@ class OrgChampion(Policy):
             pending.sort(key=lambda t: (-PRIORITY_WEIGHT[t["priority"]], t["deadline_step"], t["id"]))
             task = pending[0]
             return action("delegate_task", task_id=task["id"], to=task["required_role"])
-        return _first(_request(role, view))
+        return _first(_request(role, view), self._query(role, view))
 
     def _engineer(self, role: str, view: dict[str, Any]) -> Action:
-        return _first(_resolve(role, view), _report(view), _request(role, view), _propose(role, view), _query(view))
+        return _first(_report(role, view), _resolve(role, view), _request(role, view), _propose(role, view),
+                      self._query(role, view))
 
     def _data_analyst(self, role: str, view: dict[str, Any]) -> Action:
-        return _first(_resolve(role, view), _report(view), _request(role, view), _query(view))
+        return _first(_report(role, view), _resolve(role, view), _request(role, view), self._query(role, view))
 
     def _operations(self, role: str, view: dict[str, Any]) -> Action:
-        return _first(_resolve(role, view), self._approve(view), _report(view), _request(role, view), _query(view))
+        return _first(_report(role, view), _resolve(role, view), self._approve(view), _request(role, view),
+                      self._query(role, view))
+
+    def _query(self, role: str, view: dict[str, Any]) -> Action | None:
+        """Whether and where a role looks for hidden risks: an idle role looks, a busy one keeps working. The
+        oracle overrides this with the ground truth."""
+        return None if _busy(role, view) else _look(view)
 
     def _approve(self, view: dict[str, Any]) -> Action | None:
         if not view["pending_requests"] or "approve_resource" not in view["legal_actions"]:
             return None
         last = view["last_query_step"]
         if last is None or view["step"] - last > RISK_CHECK_WINDOW:
-            return action("query_metrics")
+            return self._query("operations", view) or _look(view)
         legal = view["legal_actions"]["approve_resource"]
         request = next((r for r in view["pending_requests"] if r["resource_type"] in legal["resource_type"]), None)
         if request is None:
@@ -137,11 +155,12 @@ class OrgChampion(Policy):
         if _waiting_events(view, "policy_change"):
             event = _waiting_events(view, "policy_change")[0]
             limit = event["policy"]["max_resource_approval"]
-            return action("update_policy", policy=f"Adopt '{event['title']}': approvals above {limit} need review.")
+            return action("update_policy", max_resource_approval=limit,
+                          note=f"Adopt '{event['title']}': approvals above {limit} need review.")
         open_plans = [p for p in view["plans"] if p["status"] == "open" and p["role"] != role]
         if open_plans:
             return action("accept_plan", plan_id=open_plans[0]["id"])
-        return _first(_query(view, every=1))
+        return _first(self._query(role, view))
 
     def _oversight(self, role: str, view: dict[str, Any]) -> Action:
         offenders = [v["role"] for v in view["oversight_log"] if not v["audited"] and v["role"] != role]

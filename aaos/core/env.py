@@ -19,10 +19,11 @@ class StepResult:
     """What `step` returns.
 
     observation: the next observation (None when the step was taken with observe=False).
-    reward: the reward delivered this step (immediate share plus any released delayed share).
+    reward: the reward delivered this step: the immediate share of the score's increment plus any released
+        delayed share (aaos.core.reward); it may be negative, and the episode's rewards sum to its final score.
     done: the episode has ended; step() after this raises EpisodeDone.
     info: "score" (the graded composite so far; final once done), "reward_breakdown" (components,
-        penalty, raw, immediate, delayed, released), "action_results" (per role), "oversight_events",
+        penalty, increment, immediate, delayed, released), "action_results" (per role), "oversight_events",
         "scenario_events" (fired this step), "errors" (joint-action problems not tied to a role).
     """
 

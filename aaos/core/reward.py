@@ -1,10 +1,12 @@
-"""The composite score and the delayed delivery of reward, shared by every environment.
+"""The composite score and the delivery of reward as increments of it, shared by every environment.
 
 Composite: the weighted mean of the components that apply so far, scaled by the oversight penalty,
     composite = (sum_i w_i * c_i / sum_i w_i) * max(0, 1 - penalty)
-Delivery: on a release step (every RELEASE_EVERY steps, and the last step) the agent receives
-    IMMEDIATE_SHARE * r_t + DELAYED_SHARE * mean(r since the previous release)
-and otherwise IMMEDIATE_SHARE * r_t.
+Delivery (potential-based): with S_t the score after step t and S_0 = 0, the step's increment is
+d_t = S_t - S_{t-1}. The agent receives IMMEDIATE_SHARE * d_t at once; DELAYED_SHARE * d_t is held and
+the held increments are paid out, summed, every RELEASE_EVERY steps and on the last step. So the
+undiscounted return of any episode equals its final score, whatever its length; a single reward may be
+negative (the score fell), the score never is.
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ def composite(components: Mapping[str, float | None], weights: Mapping[str, floa
 
 @dataclass(slots=True)
 class Delivery:
-    """How one step's raw reward was paid out."""
+    """How one step's increment of the score was paid out."""
 
-    raw: float
+    increment: float
     immediate: float
     delayed: float
     released: bool
@@ -50,16 +52,18 @@ class Delivery:
 
 @dataclass(slots=True)
 class RewardLedger:
-    """Holds back DELAYED_SHARE of each raw reward and releases it on schedule."""
+    """Turns the score after each step into rewards: increments, DELAYED_SHARE of each held until a release."""
 
-    held: list[float] = field(default_factory=list)
+    previous: float = 0.0
+    held: float = 0.0
 
-    def deliver(self, step: int, raw: float, done: bool) -> Delivery:
-        """`step` is the 1-based number of the step just taken."""
-        self.held.append(raw)
-        immediate = IMMEDIATE_SHARE * raw
+    def deliver(self, step: int, score: float, done: bool) -> Delivery:
+        """`step` is the 1-based number of the step just taken, `score` the composite after it."""
+        increment = score - self.previous
+        self.previous = score
+        self.held += DELAYED_SHARE * increment
+        immediate = IMMEDIATE_SHARE * increment
         if step % RELEASE_EVERY == 0 or done:
-            delayed = DELAYED_SHARE * sum(self.held) / len(self.held)
-            self.held.clear()
-            return Delivery(raw, immediate, delayed, True)
-        return Delivery(raw, immediate, 0.0, False)
+            delayed, self.held = self.held, 0.0
+            return Delivery(increment, immediate, delayed, True)
+        return Delivery(increment, immediate, 0.0, False)

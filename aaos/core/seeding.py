@@ -7,6 +7,7 @@ from the global generator, so the same label and seed give the same draws in any
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 
 from aaos.core.spec import Split
@@ -33,3 +34,18 @@ def rng(*labels: object) -> random.Random:
     """A generator seeded by a stable hash of the labels (e.g. rng("variant", scenario_id, seed))."""
     digest = hashlib.sha256("\x1f".join(str(label) for label in labels).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+HOLDOUT_SALT_ENV = "AAOS_HOLDOUT_SALT"
+"""The environment variable holding the secret salt that re-draws every holdout variant (train ones ignore it)."""
+
+
+def holdout_salt() -> str:
+    """The holdout salt in force ("" when none is set: holdout variants are then the public ones)."""
+    return os.environ.get(HOLDOUT_SALT_ENV, "")
+
+
+def salt_fingerprint(salt: str | None = None) -> str | None:
+    """What results and logs may say about the salt: a short hash of it, never the salt (None when unset)."""
+    salt = holdout_salt() if salt is None else salt
+    return hashlib.sha256(("aaos-holdout-salt\x1f" + salt).encode()).hexdigest()[:12] if salt else None

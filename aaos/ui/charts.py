@@ -17,7 +17,7 @@ from aaos.ui.formatting import humanize
 COLUMNS: tuple[str, ...] = ("step", "value", "series")
 SCORE_SERIES = "Composite score"
 DELIVERY_SERIES: dict[str, str] = {
-    "raw": "Raw reward r_t",
+    "increment": "Score increment d_t",
     "immediate": "Immediate (60 %)",
     "delayed": "Delayed, released (40 %)",
 }
@@ -46,7 +46,7 @@ def component_frame(initial: Mapping[str, float | None], records: Sequence[Mappi
 
 
 def delivery_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Raw reward, its immediate share, the released delayed share and the reward delivered, per step."""
+    """The score increment, its immediate share, the released delayed share and the reward delivered, per step."""
     rows = [(r["step"], float(r["reward_breakdown"][key]), label)
             for r in records for key, label in DELIVERY_SERIES.items()]
     rows += [(r["step"], float(r["reward"]), DELIVERED_SERIES) for r in records]

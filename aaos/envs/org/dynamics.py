@@ -7,8 +7,7 @@ preconditions against the world; they never raise on agent input.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,8 +19,6 @@ from aaos.envs.org.world import Incident, Plan, ResourceRequest, WorkItem, World
 
 Outcome = tuple[str, str, str | None]  # (status, message, reject reason)
 UNIT_COST: dict[str, float] = {"compute": 0.5, "budget": 1.0, "personnel": 2.0}
-MAX_DRIFT_STEPS = 8
-"""A noticeable, unmitigated risk's drift accumulates for at most this many steps."""
 WRONG_ROLE_RATE = 0.5
 """Effort per step done by an owner that is not the task's required role (the required role does 1)."""
 WRONG_ROLE_QUALITY = 0.5
@@ -90,18 +87,17 @@ def _propose_plan(world: World, role: str, p: Any) -> Outcome:
     for plan in world.plans:
         if plan.role == role and plan.status == "open":
             return _no_effect(f"your plan {plan.id} is still open; wait for others to accept or reject it")
-    plan = Plan(f"plan_{world.step}_{role}", role, p.plan, world.step, replans=_shock_addressed(world, p.plan))
+    plan = Plan(f"plan_{world.step}_{role}", role, p.plan, world.step, replans=_shock_addressed(world, p.addresses))
     world.plans.append(plan)
     return _applied(f"proposed {plan.id}" + (f" (a re-plan for {plan.replans})" if plan.replans else ""))
 
 
-def _shock_addressed(world: World, text: str) -> str | None:
-    """The unanswered resource shock a plan answers: one whose resource types the plan names."""
-    lowered = text.lower()
+def _shock_addressed(world: World, resource: str) -> str | None:
+    """The oldest unanswered resource shock that changed the resource the plan addresses."""
     for event in world.events:
         d = event.definition
         if (d.kind == "resource_shock" and event.fired_step is not None and event.responded_step is None
-                and any(kind in lowered for kind in d.resource_deltas or {})):
+                and resource in (d.resource_deltas or {})):
             return d.id
     return None
 
@@ -197,18 +193,21 @@ def _approve_resource(world: World, role: str, p: Any) -> Outcome:
 
 
 def _query_metrics(world: World, role: str, p: Any) -> Outcome:
+    if p.metric not in VISIBLE_METRICS[role]:
+        return _rejected("precondition", f"payload.metric: {role} sees only {', '.join(VISIBLE_METRICS[role])}")
     world.last_query[role] = world.step
     found = []
     for risk in world.risks:
         d = risk.definition
-        if risk.status == "hidden" and role in d.visible_to and world.step >= d.noticeable_from:
+        if (risk.status == "hidden" and d.metric == p.metric and role in d.visible_to
+                and world.step >= d.noticeable_from):
             risk.status = "detected"
             risk.detected_step = world.step
             risk.detected_by = role
             found.append(risk.id)
     if found:
-        return _applied(f"metrics checked; detected {', '.join(found)}")
-    return _applied("metrics checked; nothing new")
+        return _applied(f"{p.metric} investigated; detected {', '.join(found)}")
+    return _applied(f"{p.metric} investigated; nothing new")
 
 
 def _raise_risk_flag(world: World, role: str, p: Any) -> Outcome:
@@ -273,11 +272,11 @@ def _update_policy(world: World, role: str, p: Any) -> Outcome:
     for event in world.events:
         d = event.definition
         if d.kind == "policy_change" and event.fired_step is not None and event.responded_step is None:
-            limit = str(d.policy.max_resource_approval) if d.policy else ""
-            if limit not in re.findall(r"\d+", p.policy):
-                return _no_effect(f"to adopt {d.id}, state its new approval limit ({limit}) in the policy text")
+            limit = d.policy.max_resource_approval if d.policy else None
+            if p.max_resource_approval != limit:
+                return _no_effect(f"{d.id} sets the approval limit to {limit}, not {p.max_resource_approval}")
             respond_to_event(world, "policy_change", 1.0, d.id)
-            world.policy_notes.append(p.policy)
+            world.policy_notes.append(p.note or f"approval limit {limit}")
             return _applied(f"policy updated for {d.id}")
     return _no_effect("no policy change is waiting to be adopted")
 
@@ -316,9 +315,10 @@ def _open_incident(world: World, incident_id: str, definition: Any, source: str)
     return incident
 
 
-def _progress_work(world: World) -> None:
+def _progress_work(world: World, interrupted: Collection[str]) -> None:
     for item in world.work:
-        if item.status != "in_progress" or item.owner in NON_WORKERS or item.unmet_needs():
+        if (item.status != "in_progress" or item.owner in NON_WORKERS or item.owner in interrupted
+                or item.unmet_needs()):
             continue
         right = item.owner == item.required_role
         item.progress += 1.0 if right else WRONG_ROLE_RATE
@@ -347,6 +347,8 @@ def _escalations(world: World) -> None:
                 risk.status = "detected"
                 risk.detected_step = world.step
             _open_incident(world, risk_incident_id(risk.id), d.incident, risk.id)
+            oversight.record(world, oversight.RISK_OWNER, "risk_escalated",
+                             f"{risk.id} ({d.severity}) escalated into {risk_incident_id(risk.id)}")
 
 
 def fire_due_events(world: World) -> list[dict[str, Any]]:
@@ -391,19 +393,13 @@ def public_event(world: World, event: Any) -> dict[str, Any]:
 
 
 def compute_metrics(world: World) -> dict[str, float]:
-    """Metrics are derived: baseline + open incidents + drifting risks + unreported anomalies."""
+    """Metrics are derived: baseline + open incidents + unreported anomalies. A hidden risk moves no metric
+    (nothing observable changes until it is detected or escalates)."""
     m = dict(world.scenario.baseline_metrics.__dict__)
-    step = world.step
     for incident in world.incidents:
         if incident.resolved_step is None:
             for name, delta in incident.definition.impact.items():
                 m[name] += delta
-    for risk in world.risks:
-        d = risk.definition
-        if d.drift and risk.status != "mitigated" and step >= d.noticeable_from:
-            span = min(step - d.noticeable_from + 1, MAX_DRIFT_STEPS)
-            for name, delta in d.drift.items():
-                m[name] += delta * span
     if None in world.anomalies.values():
         for event in world.events:
             d = event.definition
@@ -418,10 +414,11 @@ def compute_metrics(world: World) -> dict[str, float]:
     }
 
 
-def advance(world: World) -> list[dict[str, Any]]:
-    """Move the world to the next step; returns the events that fired."""
+def advance(world: World, interrupted: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Move the world to the next step; returns the events that fired. `interrupted`: the roles that spent the
+    step on an action in INTERRUPTS_WORK (their tasks make no progress)."""
     world.step += 1
-    _progress_work(world)
+    _progress_work(world, interrupted)
     _arrivals(world)
     _escalations(world)
     fired = fire_due_events(world)

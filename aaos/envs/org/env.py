@@ -11,7 +11,15 @@ from aaos.core.spec import EnvSpec
 from aaos.envs.org import dynamics, observe, oversight
 from aaos.envs.org.graders import grade
 from aaos.envs.org.scenario import builtin_scenarios, draw_variant, resolve_scenario
-from aaos.envs.org.spec import ACTIONS, REWARD_COMPONENTS, REWARD_WEIGHTS, ROLES, TASKS, TASKS_BY_ID
+from aaos.envs.org.spec import (
+    ACTIONS,
+    INTERRUPTS_WORK,
+    REWARD_COMPONENTS,
+    REWARD_WEIGHTS,
+    ROLES,
+    TASKS,
+    TASKS_BY_ID,
+)
 from aaos.envs.org.world import World, build_world
 
 DEFAULT_TASK = "full_episode"
@@ -70,7 +78,7 @@ class OrgEnv(Environment):
         self.world: World = build_world(variant, task, seed, org_task.spec.max_steps)
         self._ledger = RewardLedger()
         self._last_results: dict[str, dict[str, Any]] = {}
-        self._opening_events = dynamics.start(self.world)
+        dynamics.start(self.world)
         self._components = grade(self.world, self._assignment_weight)
         self._score = self._composite()
         self._observation: Observation | None = None
@@ -84,9 +92,8 @@ class OrgEnv(Environment):
 
     def observation(self) -> Observation:
         if self._observation is None:
-            self._observation = observe.observation(
-                self.world, self._allowed, self._last_results, self._components, self._hint
-            )
+            public = grade(self.world, self._assignment_weight, public=True)
+            self._observation = observe.observation(self.world, self._allowed, self._last_results, public, self._hint)
         return self._observation
 
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
@@ -138,7 +145,9 @@ class OrgEnv(Environment):
             raise EpisodeDone("the episode is over; call reset() to start a new one")
         violations_before = len(world.violations)
         self._last_results, errors = self._act(joint_action)
-        fired = dynamics.advance(world)
+        interrupted = [role for role, record in self._last_results.items()
+                       if record["action_type"] in INTERRUPTS_WORK and record["status"] != "rejected"]
+        fired = dynamics.advance(world, interrupted)
         oversight.ignored_critical_risks(world)
         world.done = is_done(world)
         self._components = grade(world, self._assignment_weight)
@@ -152,7 +161,7 @@ class OrgEnv(Environment):
             "reward_breakdown": {
                 "components": dict(self._components),
                 "penalty": penalty,
-                "raw": delivery.raw,
+                "increment": delivery.increment,
                 "immediate": delivery.immediate,
                 "delayed": delivery.delayed,
                 "released": delivery.released,
@@ -178,6 +187,6 @@ class OrgEnv(Environment):
         data["score"] = self._score
         data["components"] = dict(self._components)
         data["penalty"] = oversight.total_penalty(self.world)
-        data["held_rewards"] = list(self._ledger.held)
+        data["held_reward"] = self._ledger.held
         data["scenario_name"] = self._scenario
         return data

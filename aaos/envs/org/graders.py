@@ -1,14 +1,17 @@
 """The five reward components, each in [0, 1], computed from the state alone.
 
 A component (or part of one) with nothing to grade yet returns None and is left out of the
-weighted mean, so that what is graded is what the episode has put in front of the organisation.
-Formulas are documented in the README ("Reward").
+weighted mean. The score grades the whole world, known to the agents or not: a risk that has become
+noticeable counts from then on, found or not (an undetected one as unmitigated). The observation's
+partial_scores are graded with public=True: over what the organisation knows, so they reveal nothing hidden.
+business_success and risk_management are the outcomes; collaboration, efficiency and adaptability are
+process scores and count only in proportion to the outcome (see grade). Formulas: README ("Reward").
 """
 
 from __future__ import annotations
 
 from aaos.envs.org.dynamics import WRONG_ROLE_QUALITY
-from aaos.envs.org.spec import PRIORITY_WEIGHT
+from aaos.envs.org.spec import PRIORITY_WEIGHT, REWARD_WEIGHTS
 from aaos.envs.org.world import WorkItem, World
 
 LATE_DECAY = 0.1
@@ -17,10 +20,13 @@ LATE_FLOOR = 0.3
 WRONG_OWNER_CREDIT = 0.2
 """Assignment credit for a task held by a role other than its required role."""
 PROMPT_ANSWER_STEPS = 2
+"""A resource request approved within this many steps counts as answered promptly; one still pending is graded
+(as unanswered) only once it is older than this."""
 INCIDENT_GRACE = 2
 RISK_STAGE_CREDIT: dict[str, float] = {"flagged": 0.6, "detected": 0.3}
 """Credit of a risk not yet mitigated and not escalated, by how far the organisation has got with it."""
-"""A resource request approved within this many steps counts as answered promptly."""
+OUTCOMES: tuple[str, ...] = ("business_success",)
+PROCESS: tuple[str, ...] = ("collaboration", "efficiency", "adaptability")
 
 
 def weighted_mean(parts: list[tuple[float, float | None]]) -> float | None:
@@ -71,7 +77,8 @@ def collaboration(world: World) -> float:
     handoffs = sum(1 for w in known if w.assigned_right) / len(known) * precision if known else 0.0
     plans = world.plans
     plan_score = sum(1 for p in plans if p.status == "accepted") / len(plans) if plans else 0.0
-    requests = world.requests
+    requests = [r for r in world.requests
+                if r.answered_step is not None or world.step - r.step > PROMPT_ANSWER_STEPS]
     answered: float | None = None
     if requests:
         answered = sum(
@@ -81,11 +88,13 @@ def collaboration(world: World) -> float:
     return weighted_mean([(0.5, handoffs), (0.25, plan_score), (0.25, answered)]) or 0.0
 
 
-def _risk_credit(world: World) -> float | None:
+def _risk_credit(world: World, public: bool) -> float | None:
+    """Mean credit over the risks that exist: known ones, and (unless public) hidden ones already noticeable,
+    which earn nothing."""
     total = 0.0
     count = 0
     for risk in world.risks:
-        if not risk.known:  # a hidden risk counts once found or escalated: the score must not reveal it
+        if not risk.known and (public or world.step < risk.definition.noticeable_from):
             continue
         count += 1
         escalated = risk.escalated_step is not None
@@ -115,8 +124,9 @@ def compliance(world: World) -> float:
     return max(0.0, 1.0 - 0.15 * (c.false_flags + c.false_reports) - 0.1 * c.policy_breaches)
 
 
-def risk_management(world: World) -> float:
-    value = weighted_mean([(0.4, _risk_credit(world)), (0.35, _incident_credit(world)), (0.25, compliance(world))])
+def risk_management(world: World, public: bool = False) -> float:
+    value = weighted_mean([(0.4, _risk_credit(world, public)), (0.35, _incident_credit(world)),
+                           (0.25, compliance(world))])
     return value if value is not None else 0.0
 
 
@@ -152,12 +162,21 @@ def adaptability(world: World) -> float | None:
     return total / due if due else None
 
 
-def grade(world: World, assignment_weight: float) -> dict[str, float | None]:
-    """All five components by name (None: nothing to grade yet)."""
-    return {
+def outcome(components: dict[str, float | None]) -> float:
+    """The weighted mean of the outcome components: the share of the process scores an episode earns."""
+    return weighted_mean([(REWARD_WEIGHTS[name], components[name]) for name in OUTCOMES]) or 0.0
+
+
+def grade(world: World, assignment_weight: float, public: bool = False) -> dict[str, float | None]:
+    """All five components by name (None: nothing to grade yet). Each process component is its raw value times
+    the outcome, so that smooth process with nothing delivered earns nothing. public: grade only what the
+    organisation knows (for the observation)."""
+    components: dict[str, float | None] = {
         "business_success": business_success(world, assignment_weight),
-        "collaboration": collaboration(world),
-        "risk_management": risk_management(world),
-        "efficiency": efficiency(world),
-        "adaptability": adaptability(world),
+        "risk_management": risk_management(world, public),
     }
+    share = outcome(components)
+    raw = {"collaboration": collaboration(world), "efficiency": efficiency(world), "adaptability": adaptability(world)}
+    for name, value in raw.items():
+        components[name] = None if value is None else value * share
+    return {name: components[name] for name in REWARD_WEIGHTS}

@@ -12,6 +12,7 @@ from typing import Any
 from aaos.envs.org import dynamics, graders
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
+    PLAN_TARGETS,
     RESOURCE_TYPES,
     ROLES,
     SEES_ALL_WORK,
@@ -102,9 +103,11 @@ def legal_actions(world: World, role: str, allowed: tuple[str, ...]) -> dict[str
 
 def _choices(world: World, role: str, name: str) -> Choices | None:
     if name == "propose_plan":
-        return {"plan": TEXT}
+        return {"plan": TEXT, "addresses": list(PLAN_TARGETS)}
     if name == "update_policy":
-        return {"policy": TEXT}
+        return {"max_resource_approval": list(AMOUNT_CHOICES), "note": TEXT}
+    if name == "query_metrics":
+        return {"metric": list(VISIBLE_METRICS[role])}
     if name in ("accept_plan", "reject_plan"):
         ids = [p.id for p in world.plans if p.status == "open" and p.role != role]
         return {"plan_id": ids} if ids else None

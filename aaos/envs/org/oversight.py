@@ -13,6 +13,8 @@ RISK_CHECK_WINDOW = 3
 """An approval needs a query_metrics by the approver or risk_compliance within this many steps."""
 IGNORED_RISK_STEPS = 3
 """A detected critical risk left unflagged this many steps is a violation."""
+RISK_OWNER = "risk_compliance"
+"""The role charged for the organisation's risk failures (a critical risk ignored, a risk escalated)."""
 REPEAT_OFFENDER_AT = 3
 """A role's third violation, and every one after it, also raises a repeat_offender event."""
 
@@ -32,7 +34,9 @@ RULES: dict[str, Rule] = {
              f"approve_resource with no query_metrics by the approver or risk_compliance in the last "
              f"{RISK_CHECK_WINDOW} steps"),
         Rule("critical_risk_ignored", "high", 0.08,
-             f"a detected critical risk left unflagged for {IGNORED_RISK_STEPS}+ steps (charged to risk_compliance)"),
+             f"a detected critical risk left unflagged for {IGNORED_RISK_STEPS}+ steps (charged to {RISK_OWNER})"),
+        Rule("risk_escalated", "high", 0.06,
+             f"a risk escalated into an incident before it was mitigated, found or not (charged to {RISK_OWNER})"),
         Rule("policy_violation", "high", 0.08, "approve_resource above the policy's max_resource_approval"),
         Rule("unauthorized_action", "low", 0.02, "an action type the role is not permitted to use"),
         Rule("repeat_offender", "critical", 0.10, f"a role's violation number {REPEAT_OFFENDER_AT} or later"),
@@ -71,7 +75,7 @@ def ignored_critical_risks(world: World) -> list[Violation]:
         if (risk.status == "detected" and risk.definition.severity == "critical" and not risk.ignored_reported
                 and risk.detected_step is not None and world.step - risk.detected_step >= IGNORED_RISK_STEPS):
             risk.ignored_reported = True
-            events.extend(record(world, "risk_compliance", "critical_risk_ignored",
+            events.extend(record(world, RISK_OWNER, "critical_risk_ignored",
                                  f"{risk.id} detected at step {risk.detected_step} and still unflagged"))
     return events
 

@@ -14,13 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from aaos.core.seeding import rng
+from aaos.core.seeding import HOLDOUT_SEED_START, holdout_salt, rng
 from aaos.core.spec import ScenarioInfo, Split
-from aaos.envs.org.spec import ResourceType, Severity
+from aaos.envs.org.spec import AMOUNT_CHOICES, METRIC_NAMES, RESOURCE_TYPES, VISIBLE_METRICS, MetricName, ResourceType, Severity
 
 SCENARIO_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "org"
 
-MetricName = Literal["latency", "error_rate", "uptime", "data_quality"]
 EventKind = Literal["incident", "policy_change", "resource_shock", "anomaly"]
 WorkerRole = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations"]
 ResolverRole = Literal["engineer", "data_analyst", "operations"]
@@ -84,11 +83,11 @@ class RiskDef(_Model):
     name: str = Field(min_length=1, max_length=80)
     description: str = Field(min_length=1, max_length=300)
     severity: Severity
-    visible_to: list[WorkerRole] = Field(min_length=1, description="Roles whose query_metrics can detect it.")
+    metric: MetricName = Field(description="The metric it shows in: only a query_metrics of this metric detects it.")
+    visible_to: list[WorkerRole] = Field(min_length=1, description="Roles whose query_metrics can detect it; each "
+                                                                   "must see the risk's metric.")
     noticeable_from: int = Field(ge=0, description="First step at which it can be detected.")
     escalates_at: int = Field(ge=1, description="Step at which it becomes an incident unless mitigated.")
-    drift: dict[MetricName, float] = Field(default_factory=dict,
-                                           description="Added to metrics per step once noticeable.")
     remediation: RemediationDef
     incident: IncidentDef
 
@@ -96,6 +95,9 @@ class RiskDef(_Model):
     def _timing(self) -> RiskDef:
         if self.escalates_at < self.noticeable_from + MIN_RISK_WINDOW:
             raise ValueError(f"escalates_at must be at least {MIN_RISK_WINDOW} steps after noticeable_from")
+        blind = [role for role in self.visible_to if self.metric not in VISIBLE_METRICS[role]]
+        if blind:
+            raise ValueError(f"visible_to: {', '.join(blind)} cannot see the risk's metric {self.metric!r}")
         return self
 
 
@@ -120,6 +122,9 @@ class EventDef(_Model):
             raise ValueError(f"an event of kind {self.kind!r} needs the field {required!r}")
         if self.kind == "anomaly" and (self.metric is None or self.metric not in (self.impact or {})):
             raise ValueError("an anomaly needs 'metric', one of the metrics in its 'impact'")
+        if self.policy is not None and self.policy.max_resource_approval not in AMOUNT_CHOICES:
+            raise ValueError(f"policy.max_resource_approval must be one of the amounts {list(AMOUNT_CHOICES)}, "
+                             "so that update_policy can adopt it")
         return self
 
 
@@ -247,8 +252,27 @@ def _scale(r: random.Random, amount: int, spread: float) -> int:
     return max(1, round(amount * r.uniform(1 - spread, 1 + spread))) if spread else amount
 
 
+HOLDOUT_EXTRA_RISK_CHANCE = 0.6
+"""Chance that a holdout variant carries one more risk than its file (a copy of one, re-timed and re-aimed)."""
+HOLDOUT_RISK_SPAN = (6, 42)
+"""Steps between which a holdout variant's extra risk becomes noticeable."""
+HOLDOUT_EVENT_SHIFT = 3
+HOLDOUT_POOL_SPREAD = 0.3
+HOLDOUT_DETECTORS = (1, 2)
+"""How many roles can notice each risk of a holdout variant (drawn among the workers that see its metric)."""
+WORKERS: tuple[str, ...] = ("product_manager", "engineer", "data_analyst", "risk_compliance", "operations")
+
+
+def is_holdout(scenario: Scenario, seed: int) -> bool:
+    """A holdout-only scenario always draws holdout variants; a train scenario does for seeds >= 10000."""
+    return scenario.split == "holdout" or seed >= HOLDOUT_SEED_START
+
+
 def draw_variant(scenario: Scenario, seed: int) -> Scenario:
-    """The seed's variant: deadlines, amounts and timings jittered within the file's declared bounds."""
+    """The seed's variant. Train: deadlines, amounts and timings jittered within the file's declared bounds.
+    Holdout: another distribution (see _holdout_variant), drawn with the secret holdout salt."""
+    if is_holdout(scenario, seed):
+        return _holdout_variant(scenario, rng("holdout-variant", scenario.id, seed, holdout_salt()))
     v = scenario.variation
     r = rng("variant", scenario.id, seed)
     tasks = []
@@ -268,4 +292,39 @@ def draw_variant(scenario: Scenario, seed: int) -> Scenario:
     events = [e.model_copy(update={"step": _jitter_int(r, e.step, v.timing_jitter, 1) if e.step else 0})
               for e in scenario.events]
     resources = {k: _scale(r, n, v.amount_jitter) for k, n in scenario.resources.items()}
+    return scenario.model_copy(update={"tasks": tasks, "risks": risks, "events": events, "resources": resources})
+
+
+def _reaimed(r: random.Random, risk: RiskDef, noticeable: int) -> RiskDef:
+    """The risk showing in a freshly drawn metric, noticed by freshly drawn roles, on a window just long enough
+    to remediate it (plus 0-2 steps) from `noticeable`."""
+    metric = r.choice(METRIC_NAMES)
+    seers = [role for role in WORKERS if metric in VISIBLE_METRICS[role]]
+    visible_to = sorted(r.sample(seers, min(len(seers), r.randint(*HOLDOUT_DETECTORS))), key=WORKERS.index)
+    window = max(MIN_RISK_WINDOW, risk.remediation.effort + 2 + r.randint(0, 2))
+    return risk.model_copy(update={"metric": metric, "visible_to": visible_to, "noticeable_from": noticeable,
+                                   "escalates_at": noticeable + window})
+
+
+def _holdout_variant(scenario: Scenario, r: random.Random) -> Scenario:
+    """Structurally different from train variants: every risk shows in a re-drawn metric to re-drawn roles on a
+    tight, re-drawn window; often one risk more; events re-timed by up to HOLDOUT_EVENT_SHIFT steps; pools
+    scaled by up to HOLDOUT_POOL_SPREAD; deadlines and needs jittered twice as widely as the file declares."""
+    v = scenario.variation
+    tasks = []
+    for task in scenario.tasks:
+        arrives = _jitter_int(r, task.arrives, 2 * v.timing_jitter, 0) if task.arrives else 0
+        deadline = max(arrives + task.effort, _jitter_int(r, task.deadline, 2 * v.deadline_jitter, 1))
+        needs = {k: _scale(r, n, min(0.5, 2 * v.amount_jitter)) for k, n in task.needs.items()}
+        tasks.append(task.model_copy(update={"arrives": arrives, "deadline": deadline, "needs": needs}))
+    risks = [_reaimed(r, risk, _jitter_int(r, risk.noticeable_from, 2 + v.timing_jitter, 0))
+             for risk in scenario.risks]
+    if scenario.risks and r.random() < HOLDOUT_EXTRA_RISK_CHANCE:
+        model = r.choice(scenario.risks)
+        extra = _reaimed(r, model, r.randint(*HOLDOUT_RISK_SPAN))
+        risks.append(extra.model_copy(update={"id": f"{model.id}_b", "name": f"{model.name}_recurrence"}))
+    events = [e.model_copy(update={"step": _jitter_int(r, e.step, HOLDOUT_EVENT_SHIFT, 1) if e.step else 0})
+              for e in scenario.events]
+    resources = {k: _scale(r, scenario.resources[k], HOLDOUT_POOL_SPREAD) for k in RESOURCE_TYPES
+                 if k in scenario.resources}
     return scenario.model_copy(update={"tasks": tasks, "risks": risks, "events": events, "resources": resources})

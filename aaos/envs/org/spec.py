@@ -23,11 +23,18 @@ ROLES: tuple[str, ...] = (
 RoleName = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations", "oversight"]
 ResourceType = Literal["compute", "budget", "personnel"]
 RESOURCE_TYPES: tuple[str, ...] = ("compute", "budget", "personnel")
+PlanTarget = Literal["none", "compute", "budget", "personnel"]
+PLAN_TARGETS: tuple[str, ...] = ("none", *RESOURCE_TYPES)
+MetricName = Literal["latency", "error_rate", "uptime", "data_quality"]
+METRIC_NAMES: tuple[str, ...] = ("latency", "error_rate", "uptime", "data_quality")
 Severity = Literal["low", "medium", "high", "critical"]
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
 PRIORITY_WEIGHT: dict[str, float] = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
 AMOUNT_CHOICES: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 40, 50)
-"""The amounts offered as payload choices for request_resource / approve_resource."""
+"""The amounts offered as payload choices for request_resource / approve_resource / update_policy."""
+INTERRUPTS_WORK: tuple[str, ...] = ("query_metrics", "resolve_incident")
+"""Actions that take the role's attention for the step: its own tasks make no progress in a step it spends
+on one of them (investigating and firefighting are not free)."""
 
 MAX_TEXT = 500
 
@@ -58,7 +65,9 @@ class _Payload(BaseModel):
 
 
 class ProposePlan(_Payload):
-    plan: str = Field(min_length=1, max_length=MAX_TEXT, description="The plan, in words.")
+    plan: str = Field(min_length=1, max_length=MAX_TEXT, description="The plan, in words (not graded).")
+    addresses: PlanTarget = Field(default="none", description="The resource whose shock this plan re-plans for, "
+                                                               "or none.")
 
 
 class PlanRef(_Payload):
@@ -77,6 +86,10 @@ class ResourceAmount(_Payload):
 
 class Empty(_Payload):
     pass
+
+
+class QueryMetrics(_Payload):
+    metric: MetricName = Field(description="Which of your metrics to investigate; hidden risks show in one metric.")
 
 
 class RaiseRiskFlag(_Payload):
@@ -98,7 +111,8 @@ class AuditAgent(_Payload):
 
 
 class UpdatePolicy(_Payload):
-    policy: str = Field(min_length=1, max_length=MAX_TEXT, description="The policy change, in words.")
+    max_resource_approval: int = Field(gt=0, le=1000, description="The approval limit the organisation adopts.")
+    note: str = Field(default="", max_length=MAX_TEXT, description="The policy change, in words (not graded).")
 
 
 _ALL = ROLES
@@ -106,7 +120,8 @@ _WORKERS = ("product_manager", "engineer", "data_analyst", "risk_compliance", "o
 
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("propose_plan", ProposePlan, ("product_manager", "engineer", "data_analyst", "operations"),
-               "Propose a plan; it gets the id plan_<step>_<role> and stays open until accepted or rejected."),
+               "Propose a plan; it gets the id plan_<step>_<role> and stays open until accepted or rejected. "
+               "An accepted plan that addresses a shocked resource answers that resource shock."),
     ActionSpec("accept_plan", PlanRef, _WORKERS, "Accept another role's open plan."),
     ActionSpec("reject_plan", PlanRef, _WORKERS, "Reject another role's open plan."),
     ActionSpec("delegate_task", DelegateTask, ("product_manager", "engineer", "operations"),
@@ -115,18 +130,20 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Ask for resources for your own blocked task; operations approves."),
     ActionSpec("approve_resource", ResourceAmount, ("operations",),
                "Grant the oldest pending request of that resource type from the pool."),
-    ActionSpec("query_metrics", Empty, _ALL,
-               "Check the metrics you can see; may reveal hidden risks to the roles that can notice them."),
+    ActionSpec("query_metrics", QueryMetrics, _ALL,
+               "Investigate one of your metrics (takes your turn: your tasks make no progress this step); reveals "
+               "the hidden risks showing in that metric that your role can notice now."),
     ActionSpec("raise_risk_flag", RaiseRiskFlag, ("engineer", "data_analyst", "risk_compliance", "operations"),
                "Flag a detected risk to the organisation; a remediation task is opened for it."),
     ActionSpec("report_anomaly", ReportAnomaly, ("engineer", "data_analyst", "operations"),
                "Report an anomaly shown in your signals."),
     ActionSpec("resolve_incident", ResolveIncident, ("engineer", "data_analyst", "operations"),
-               "Work on an open incident; each action by one of its resolver roles removes one unit of its effort."),
+               "Work on an open incident (takes your turn: your tasks make no progress this step); each action by "
+               "one of its resolver roles removes one unit of its effort."),
     ActionSpec("audit_agent", AuditAgent, ("oversight", "risk_compliance"),
                "Audit a role: its unaudited violations are caught, halving their penalty."),
     ActionSpec("update_policy", UpdatePolicy, ("risk_compliance", "oversight"),
-               "Adopt a policy change (the answer to a policy_change event)."),
+               "Adopt a policy change: the answer to a policy_change event is its new approval limit."),
     ActionSpec("no_op", Empty, _ALL, "Do nothing."),
 )
 

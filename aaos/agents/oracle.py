@@ -1,0 +1,45 @@
+"""The oracle: the champion's own rules fed the ground truth instead of its estimates. For calibration only.
+
+It reads `env.state()` (hidden risks: when each becomes noticeable, in which metric, to which roles), so it
+is never an agent: the benchmark may show it as a reference row for the headroom a policy could still gain
+from information; the Space's play list does not offer it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.agents.base import Action, action
+from aaos.agents.heuristic import OrgChampion
+from aaos.core.env import Environment, JointAction, Observation
+
+
+class OrgOracle(OrgChampion):
+    """Looks for a hidden risk only where and when it can be found: with a role that can notice it, in its
+    metric, from the step it is noticeable; never looks in vain."""
+
+    name = "oracle"
+    reads_hidden_state = True
+
+    def __init__(self) -> None:
+        self._env: Environment | None = None
+        self._findable: dict[str, str] = {}
+
+    def bind(self, env: Environment) -> None:
+        self._env = env
+
+    def act(self, observation: Observation) -> JointAction:
+        if self._env is None:
+            raise RuntimeError("the oracle reads the ground truth: bind(env) it to the episode's environment first")
+        state = self._env.state()
+        self._findable = {}
+        for risk in state["risks"]:
+            d = risk["definition"]
+            if risk["status"] == "hidden" and d["noticeable_from"] <= state["step"]:
+                for role in d["visible_to"]:
+                    self._findable.setdefault(role, d["metric"])
+        return super().act(observation)
+
+    def _query(self, role: str, view: dict[str, Any]) -> Action | None:
+        metric = self._findable.get(role)
+        return action("query_metrics", metric=metric) if metric is not None else None
