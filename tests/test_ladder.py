@@ -1,145 +1,104 @@
-"""The reward ladder: do-nothing << random-legal < champion on every task and scenario, and spam loses."""
+"""The reward ladder and its headroom: noop < random < champion < oracle, with 95 % confidence intervals apart,
+on every task x scenario and split; and an episode's return is its final score, whatever the policy."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from functools import cache
-from typing import Any
 
 import pytest
 
 import aaos
-from aaos.agents.base import Action, Policy, action
 from aaos.agents.heuristic import OrgChampion
 from aaos.agents.llm import validate_answer
+from aaos.bench.stats import bootstrap_ci
 from aaos.core.seeding import split_seeds
-from aaos.envs.org.scenario import resolve_scenario
+from aaos.core.spec import Split
 
 TASKS = [t["id"] for t in aaos.list_tasks()]
-SCENARIOS = [s["id"] for s in aaos.list_scenarios()]
-SEEDS = split_seeds("train", 2) + split_seeds("holdout", 2)
-
+SEEDS_PER_SPLIT = 6
 NOOP_MAX = 0.25
 RANDOM_MAX = 0.35
-CHAMPION_MIN = 0.70
-SPAM_MARGIN = 0.10
+CHAMPION_MIN = 0.60
+HARD_TASK = "full_episode"
+CHAMPION_MAX_ON_HARD = 0.85
+ORACLE_HEADROOM = 0.10
 
 
-def play(policy: Policy, task: str, scenario: str, seed: int) -> float:
+def cells() -> list[tuple[str, str, Split]]:
+    """Every task x scenario x split a scenario draws from (a holdout-only scenario has no train variants)."""
+    found = []
+    for task in TASKS:
+        for scenario in aaos.list_scenarios():
+            for split in ("train", "holdout") if scenario["split"] == "train" else ("holdout",):
+                found.append((task, scenario["id"], split))
+    return found
+
+
+def play(policy_name: str, task: str, scenario: str, seed: int) -> float:
+    """One episode's final score; asserts on the way that its rewards sum to that score."""
     env = aaos.make(task, scenario=scenario, seed=seed)
+    policy = aaos.policies.make(policy_name, seed=seed)
     policy.reset(seed)
+    policy.bind(env)
     observation = env.reset()
+    total = 0.0
     while True:
         result = env.step(policy.act(observation))
+        total += result.reward
         observation = result.observation
         if result.done:
-            return result.info["score"]
+            score = result.info["score"]
+            assert total == pytest.approx(score, abs=1e-9), f"{policy_name} {task} {scenario} {seed}: return != score"
+            return score
 
 
 @cache
-def mean_score(policy_name: str, task: str, scenario: str) -> float:
-    return statistics.mean(play(POLICIES[policy_name](), task, scenario, seed) for seed in SEEDS)
+def scores(policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
+    return tuple(play(policy_name, task, scenario, seed) for seed in split_seeds(split, SEEDS_PER_SPLIT))
 
 
-class QueryEverything(Policy):
-    """Every role checks metrics every step."""
-
-    def act_role(self, role: str, view: dict[str, Any]) -> Action:
-        return action("query_metrics")
+def interval(values: tuple[float, ...]) -> tuple[float, float]:
+    return bootstrap_ci(list(values))
 
 
-class ProposeEveryStep(Policy):
-    """Everyone who may propose a plan does so every step; risk_compliance accepts every open plan."""
-
-    def act_role(self, role: str, view: dict[str, Any]) -> Action:
-        if "propose_plan" in view["legal_actions"]:
-            return action("propose_plan", plan=f"plan by {role} at step {view['step']}")
-        if "accept_plan" in view["legal_actions"]:
-            return action("accept_plan", plan_id=view["legal_actions"]["accept_plan"]["plan_id"][0])
-        return action("query_metrics")
-
-
-class ApproveEverything(Policy):
-    """Every role asks for the most of every resource; operations approves the most it can every step."""
-
-    def act_role(self, role: str, view: dict[str, Any]) -> Action:
-        if role == "operations" and "approve_resource" in view["legal_actions"]:
-            choices = view["legal_actions"]["approve_resource"]
-            return action("approve_resource", amount=max(choices["amount"]), resource_type=choices["resource_type"][0])
-        if "request_resource" in view["legal_actions"]:
-            kind = ("compute", "budget", "personnel")[view["step"] % 3]
-            return action("request_resource", amount=50, resource_type=kind)
-        return action("no_op")
+@pytest.mark.parametrize(("task", "scenario", "split"), cells())
+def test_ladder(task: str, scenario: str, split: Split) -> None:
+    noop, random, champion = (scores(name, task, scenario, split) for name in ("noop", "random", "heuristic"))
+    means = [statistics.mean(values) for values in (noop, random, champion)]
+    assert means[0] <= NOOP_MAX, f"noop scores {means[0]:.3f}"
+    assert means[1] <= RANDOM_MAX, f"random scores {means[1]:.3f}"
+    assert means[2] >= CHAMPION_MIN, f"champion scores {means[2]:.3f}"
+    (_, noop_high), (random_low, random_high), (champion_low, _) = map(interval, (noop, random, champion))
+    assert noop_high < random_low, f"noop and random intervals overlap: {interval(noop)} vs {interval(random)}"
+    assert random_high < champion_low, f"random and champion overlap: {interval(random)} vs {interval(champion)}"
 
 
-class FlagEverything(OrgChampion):
-    """The champion, except that whenever a role able to flag would idle or check metrics it raises a flag
-    instead, cycling through every risk id in the scenario file (an adversary that read the ground truth)."""
-
-    FLAGGERS = ("engineer", "data_analyst", "risk_compliance", "operations")
-
-    def __init__(self, risk_ids: list[str]) -> None:
-        self.risk_ids = risk_ids
-
-    def act_role(self, role: str, view: dict[str, Any]) -> Action:
-        chosen = super().act_role(role, view)
-        if role in self.FLAGGERS and chosen["action_type"] in ("no_op", "query_metrics"):
-            risk_id = self.risk_ids[(view["step"] + self.FLAGGERS.index(role)) % len(self.risk_ids)]
-            return action("raise_risk_flag", risk_id=risk_id, description="flag everything")
-        return chosen
+@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
+def test_information_is_worth_having_on_the_hard_task(scenario: str) -> None:
+    """On full_episode the champion (own views only) leaves room, and the oracle (the same rules fed the ground
+    truth) shows it: at least ORACLE_HEADROOM better, intervals apart, over train and holdout seeds together."""
+    splits: tuple[Split, ...] = ("train", "holdout")
+    champion = sum((scores("heuristic", HARD_TASK, scenario, split) for split in splits), ())
+    oracle = sum((scores("oracle", HARD_TASK, scenario, split) for split in splits), ())
+    champion_mean, oracle_mean = statistics.mean(champion), statistics.mean(oracle)
+    assert champion_mean <= CHAMPION_MAX_ON_HARD, f"champion scores {champion_mean:.3f} on the hard task"
+    assert oracle_mean >= champion_mean + ORACLE_HEADROOM, f"oracle {oracle_mean:.3f} vs champion {champion_mean:.3f}"
+    assert interval(champion)[1] < interval(oracle)[0], f"{interval(champion)} vs {interval(oracle)}"
 
 
-POLICIES: dict[str, Callable[[], Policy]] = {
-    "noop": lambda: aaos.policies.make("noop"),
-    "random": lambda: aaos.policies.make("random"),
-    "heuristic": lambda: aaos.policies.make("heuristic"),
-    "query_everything": QueryEverything,
-    "propose_every_step": ProposeEveryStep,
-    "approve_everything": ApproveEverything,
-}
+def test_the_oracle_refuses_to_act_unbound() -> None:
+    """The oracle reads the ground truth; without an environment to read it must not guess."""
+    env = aaos.make(HARD_TASK, scenario="product_launch_failure", seed=0)
+    with pytest.raises(RuntimeError, match="bind"):
+        aaos.policies.make("oracle").act(env.reset())
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("task", TASKS)
-def test_ladder(task: str, scenario: str) -> None:
-    noop = mean_score("noop", task, scenario)
-    random = mean_score("random", task, scenario)
-    champion = mean_score("heuristic", task, scenario)
-    assert noop <= NOOP_MAX, f"noop scores {noop:.3f}"
-    assert random <= RANDOM_MAX, f"random scores {random:.3f}"
-    assert champion >= CHAMPION_MIN, f"champion scores {champion:.3f}"
-    assert noop < random < champion
-
-
-@pytest.mark.parametrize("spam", ["query_everything", "propose_every_step", "approve_everything"])
-@pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("task", TASKS)
-def test_spam_loses_to_champion(task: str, scenario: str, spam: str) -> None:
-    assert mean_score(spam, task, scenario) < mean_score("heuristic", task, scenario) - SPAM_MARGIN
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("task", TASKS)
-def test_flagging_everything_loses_to_champion(task: str, scenario: str) -> None:
-    risk_ids = [r.id for r in resolve_scenario(scenario).risks]
-    flagger = statistics.mean(play(FlagEverything(risk_ids), task, scenario, seed) for seed in SEEDS)
-    assert flagger < mean_score("heuristic", task, scenario) - SPAM_MARGIN
-
-
-def test_ladder_separates_seeds_not_just_means() -> None:
-    """On every single seed of one scenario the champion beats random, which beats noop."""
-    for seed in SEEDS:
-        scores = [play(POLICIES[name](), "full_episode", "product_launch_failure", seed)
-                  for name in ("noop", "random", "heuristic")]
-        assert scores == sorted(scores) and len(set(scores)) == 3, scores
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
 def test_the_champion_acts_only_within_the_legal_payload_choices(scenario: str) -> None:
     """What an LLM agent may answer (and what SFT rows keep): every champion action is one of the role's legal
     actions with payload values among the offered choices."""
-    env = aaos.make("full_episode", scenario=scenario, seed=SEEDS[0])
+    env = aaos.make(HARD_TASK, scenario=scenario, seed=0)
     champion = OrgChampion()
     observation = env.reset()
     while True:
@@ -150,3 +109,19 @@ def test_the_champion_acts_only_within_the_legal_payload_choices(scenario: str) 
         observation = result.observation
         if result.done:
             return
+
+
+@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
+def test_the_champion_files_no_duplicate_or_false_report(scenario: str) -> None:
+    for task in TASKS:
+        for seed in (0, 1, 10_000):
+            env = aaos.make(task, scenario=scenario, seed=seed)
+            champion = OrgChampion()
+            observation = env.reset()
+            while True:
+                result = env.step(champion.act(observation))
+                observation = result.observation
+                if result.done:
+                    break
+            counters = env.state()["counters"]
+            assert (counters["false_reports"], counters["false_flags"]) == (0, 0), (task, seed)

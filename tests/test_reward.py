@@ -15,18 +15,19 @@ def test_schedule_constants_match_the_design() -> None:
     assert (IMMEDIATE_SHARE, DELAYED_SHARE, RELEASE_EVERY) == (0.6, 0.4, 5)
 
 
-def expected_deliveries(raws: list[float]) -> list[tuple[float, float, bool]]:
-    """(immediate, delayed, released) for each step, recomputed from the raw rewards."""
+def expected_deliveries(scores: list[float]) -> list[tuple[float, float, bool]]:
+    """(immediate, delayed, released) for each step, recomputed from the scores after each step (S_0 = 0)."""
     out = []
-    held: list[float] = []
-    for i, raw in enumerate(raws, start=1):
-        held.append(raw)
-        last = i == len(raws)
-        if i % 5 == 0 or last:
-            out.append((0.6 * raw, 0.4 * sum(held) / len(held), True))
-            held = []
+    held = 0.0
+    previous = 0.0
+    for i, score in enumerate(scores, start=1):
+        increment, previous = score - previous, score
+        held += 0.4 * increment
+        if i % 5 == 0 or i == len(scores):
+            out.append((0.6 * increment, held, True))
+            held = 0.0
         else:
-            out.append((0.6 * raw, 0.0, False))
+            out.append((0.6 * increment, 0.0, False))
     return out
 
 
@@ -38,48 +39,52 @@ def expected_deliveries(raws: list[float]) -> list[tuple[float, float, bool]]:
 ])
 def test_release_schedule_over_a_real_episode(task: str, scenario: str, policy: str) -> None:
     episode = play(task, scenario, 0, policy, policy_seed=0)
-    raws = [info["reward_breakdown"]["raw"] for info in episode.infos]
-    assert raws == [info["score"] for info in episode.infos]
-    assert len(set(raws)) > 1, "a constant raw reward would not exercise the averaging"
+    scores = [info["score"] for info in episode.infos]
+    increments = [info["reward_breakdown"]["increment"] for info in episode.infos]
+    assert increments == pytest.approx([b - a for a, b in zip([0.0, *scores], scores, strict=False)], abs=1e-12)
+    assert len(set(increments)) > 1, "a constant increment would not exercise the delivery"
     for step, (info, reward, (immediate, delayed, released)) in enumerate(
-            zip(episode.infos, episode.rewards, expected_deliveries(raws), strict=True), start=1):
+            zip(episode.infos, episode.rewards, expected_deliveries(scores), strict=True), start=1):
         bd = info["reward_breakdown"]
         assert bd["released"] is released, step
         assert bd["immediate"] == pytest.approx(immediate, abs=1e-12)
         assert bd["delayed"] == pytest.approx(delayed, abs=1e-12)
         assert reward == pytest.approx(immediate + delayed, abs=1e-12)
         if not released:
-            assert reward == pytest.approx(0.6 * bd["raw"], abs=1e-12)
+            assert reward == pytest.approx(0.6 * bd["increment"], abs=1e-12)
     if task == "org_simulation":
         assert episode.steps % 5 != 0, "pick an episode that ends off the release grid"
     assert episode.infos[-1]["reward_breakdown"]["released"] is True
+    assert sum(episode.rewards) == pytest.approx(scores[-1], abs=1e-9)
 
 
 def test_nothing_is_held_after_the_final_release() -> None:
     episode = play("org_simulation", "silent_data_drift", 0, "heuristic")
-    assert episode.final_state["held_rewards"] == []
+    assert episode.final_state["held_reward"] == 0.0
     partial = play("full_episode", "silent_data_drift", 0, "heuristic", max_steps=7)
-    assert partial.final_state["held_rewards"] == pytest.approx([i["score"] for i in partial.infos[5:7]])
+    scores = [i["score"] for i in partial.infos]
+    assert partial.final_state["held_reward"] == pytest.approx(0.4 * (scores[6] - scores[4]))
 
 
 def test_ledger_on_a_known_sequence() -> None:
     ledger = RewardLedger()
-    raws = [0.1, 0.2, 0.3, 0.4, 0.5, 1.0, 0.0, 0.5]
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 1.0, 0.0, 0.5]
     got = []
-    for step, raw in enumerate(raws, start=1):
-        d = ledger.deliver(step, raw, done=step == len(raws))
+    for step, score in enumerate(scores, start=1):
+        d = ledger.deliver(step, score, done=step == len(scores))
         got.append((round(d.immediate, 12), round(d.delayed, 12), d.released, round(d.reward, 12)))
     assert got == [
         (0.06, 0.0, False, 0.06),
-        (0.12, 0.0, False, 0.12),
-        (0.18, 0.0, False, 0.18),
-        (0.24, 0.0, False, 0.24),
-        (0.3, 0.12, True, 0.42),  # 0.4 * mean(0.1..0.5) = 0.4 * 0.3
-        (0.6, 0.0, False, 0.6),
-        (0.0, 0.0, False, 0.0),
-        (0.3, 0.2, True, 0.5),  # final step: 0.4 * mean(1.0, 0.0, 0.5)
+        (0.06, 0.0, False, 0.06),
+        (0.06, 0.0, False, 0.06),
+        (0.06, 0.0, False, 0.06),
+        (0.06, 0.2, True, 0.26),  # 0.4 x (0.5 - 0): the five held increments
+        (0.3, 0.0, False, 0.3),
+        (-0.6, 0.0, False, -0.6),  # the score fell: a negative reward
+        (0.3, 0.0, True, 0.3),  # final step: 0.4 x (0.5 - 0.5) held since the last release
     ]
-    assert ledger.held == []
+    assert ledger.held == 0.0
+    assert sum(g[3] for g in got) == pytest.approx(scores[-1])
 
 
 def test_ledger_releases_a_single_step_episode() -> None:
@@ -88,17 +93,16 @@ def test_ledger_releases_a_single_step_episode() -> None:
 
 
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60))
-def test_ledger_pays_out_everything_it_holds(raws: list[float]) -> None:
-    """Over a whole episode the delayed share paid equals 0.4 x the mean of each release window, summed."""
+def test_return_equals_the_final_score_whatever_the_length(scores: list[float]) -> None:
+    """Potential-based delivery: the rewards of any episode sum to its last score, and nothing stays held."""
     ledger = RewardLedger()
-    total_delayed = 0.0
-    for step, raw in enumerate(raws, start=1):
-        d = ledger.deliver(step, raw, done=step == len(raws))
-        assert 0.0 <= d.reward <= 1.0 + 1e-12
-        total_delayed += d.delayed
-    assert ledger.held == []
-    expected = sum(delayed for _, delayed, _ in expected_deliveries(raws))
-    assert total_delayed == pytest.approx(expected)
+    total = 0.0
+    for step, score in enumerate(scores, start=1):
+        d = ledger.deliver(step, score, done=step == len(scores))
+        assert -1.0 - 1e-12 <= d.reward <= 1.0 + 1e-12
+        total += d.reward
+    assert ledger.held == 0.0
+    assert total == pytest.approx(scores[-1], abs=1e-9)
 
 
 def test_composite_skips_none_components() -> None:
@@ -113,9 +117,9 @@ def test_composite_skips_none_components() -> None:
 def test_composite_penalty_scales_toward_zero_and_never_below() -> None:
     comps = {name: 0.8 for name in REWARD_WEIGHTS}
     assert composite(comps, REWARD_WEIGHTS, 0.0) == pytest.approx(0.8)
-    assert composite(comps, REWARD_WEIGHTS, 0.25) == pytest.approx(0.6)
-    assert composite(comps, REWARD_WEIGHTS, 1.0) == 0.0
-    assert composite(comps, REWARD_WEIGHTS, 3.7) == 0.0
+    assert composite(comps, REWARD_WEIGHTS, 0.25) == pytest.approx(0.64)
+    assert composite(comps, REWARD_WEIGHTS, 1.0) == pytest.approx(0.4)
+    assert 0.0 < composite(comps, REWARD_WEIGHTS, 30.0) < 0.03
 
 
 def test_reward_weights_sum_to_one() -> None:

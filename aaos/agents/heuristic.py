@@ -65,7 +65,7 @@ def _request(role: str, view: dict[str, Any]) -> Action | None:
     return None
 
 
-def _busy(role: str, view: dict[str, Any]) -> bool:
+def busy(role: str, view: dict[str, Any]) -> bool:
     """The role is working on a task of its own that is not blocked (a query would stall it)."""
     return any(t["owner"] == role and t["status"] == "in_progress" and not t["blocked_on"]
                for t in view["visible_tasks"])
@@ -127,7 +127,7 @@ class OrgChampion(Policy):
     def _query(self, role: str, view: dict[str, Any]) -> Action | None:
         """Whether and where a role looks for hidden risks: an idle role looks, a busy one keeps working. The
         oracle overrides this with the ground truth."""
-        return None if _busy(role, view) else _look(view)
+        return None if busy(role, view) else _look(view)
 
     def _approve(self, view: dict[str, Any]) -> Action | None:
         if not view["pending_requests"] or "approve_resource" not in view["legal_actions"]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from aaos.agents.base import Action, action
-from aaos.agents.heuristic import OrgChampion
+from aaos.agents.heuristic import OrgChampion, busy
 from aaos.core.env import Environment, JointAction, Observation
 
 
 class OrgOracle(OrgChampion):
-    """Looks for a hidden risk only where and when it can be found: with a role that can notice it, in its
-    metric, from the step it is noticeable; never looks in vain."""
+    """Looks for a hidden risk only where and when it can be found: with one role that can notice it (an idle
+    one if there is), in its metric, from the step it is noticeable; never looks in vain."""
 
     name = "oracle"
     reads_hidden_state = True
@@ -32,12 +32,16 @@ class OrgOracle(OrgChampion):
         if self._env is None:
             raise RuntimeError("the oracle reads the ground truth: bind(env) it to the episode's environment first")
         state = self._env.state()
+        views = observation["agent_observations"]
         self._findable = {}
         for risk in state["risks"]:
             d = risk["definition"]
-            if risk["status"] == "hidden" and d["noticeable_from"] <= state["step"]:
-                for role in d["visible_to"]:
-                    self._findable.setdefault(role, d["metric"])
+            if risk["status"] != "hidden" or d["noticeable_from"] > state["step"]:
+                continue
+            free = [role for role in d["visible_to"] if role not in self._findable]
+            idle = [role for role in free if not busy(role, views[role])]
+            if idle or free:
+                self._findable[(idle or free)[0]] = d["metric"]
         return super().act(observation)
 
     def _query(self, role: str, view: dict[str, Any]) -> Action | None:

@@ -1,7 +1,8 @@
 """The composite score and the delivery of reward as increments of it, shared by every environment.
 
 Composite: the weighted mean of the components that apply so far, scaled by the oversight penalty,
-    composite = (sum_i w_i * c_i / sum_i w_i) * max(0, 1 - penalty)
+    composite = (sum_i w_i * c_i / sum_i w_i) / (1 + penalty)
+(each violation shrinks the score by a share, however many came before: never below 0, never saturating)
 Delivery (potential-based): with S_t the score after step t and S_0 = 0, the step's increment is
 d_t = S_t - S_{t-1}. The agent receives IMMEDIATE_SHARE * d_t at once; DELAYED_SHARE * d_t is held and
 the held increments are paid out, summed, every RELEASE_EVERY steps and on the last step. So the
@@ -33,7 +34,7 @@ def composite(components: Mapping[str, float | None], weights: Mapping[str, floa
             total += weight * value
             weight_sum += weight
     base = total / weight_sum if weight_sum else 0.0
-    return clamp01(base * max(0.0, 1.0 - penalty))
+    return clamp01(base / (1.0 + max(0.0, penalty)))
 
 
 @dataclass(slots=True)

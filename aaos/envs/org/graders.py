@@ -119,14 +119,8 @@ def _incident_credit(world: World) -> float | None:
     return total / graded if graded else None
 
 
-def compliance(world: World) -> float:
-    c = world.counters
-    return max(0.0, 1.0 - 0.15 * (c.false_flags + c.false_reports) - 0.1 * c.policy_breaches)
-
-
 def risk_management(world: World, public: bool = False) -> float:
-    value = weighted_mean([(0.4, _risk_credit(world, public)), (0.35, _incident_credit(world)),
-                           (0.25, compliance(world))])
+    value = weighted_mean([(0.55, _risk_credit(world, public)), (0.45, _incident_credit(world))])
     return value if value is not None else 0.0
 
 

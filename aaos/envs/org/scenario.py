@@ -284,7 +284,7 @@ def draw_variant(scenario: Scenario, seed: int) -> Scenario:
     risks = []
     for risk in scenario.risks:
         noticeable = _jitter_int(r, risk.noticeable_from, v.timing_jitter, 0)
-        escalates = max(noticeable + MIN_RISK_WINDOW, _jitter_int(r, risk.escalates_at, v.timing_jitter, 1))
+        escalates = noticeable + risk.escalates_at - risk.noticeable_from  # shifted, its window kept
         needs = {k: _scale(r, n, v.amount_jitter) for k, n in risk.remediation.needs.items()}
         remediation = risk.remediation.model_copy(update={"needs": needs})
         risks.append(risk.model_copy(update={"noticeable_from": noticeable, "escalates_at": escalates,
