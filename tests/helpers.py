@@ -164,7 +164,7 @@ def custom_scenario() -> dict[str, Any]:
     """A scenario written from scratch in the documented format (not a copy of a shipped file).
 
     Zero variation, so every step number below is exact: tasks at 0 and 2 (late arrival), one risk
-    noticeable at 1 by the data analyst, a crisis incident at step 3, an anomaly, a policy change.
+    noticeable at 1 by the data analyst in data_quality, a crisis incident at step 3, an anomaly, a policy change.
     """
     incident = {"title": "Ledger sync stalls", "severity": "high", "impact": {"latency": 80.0, "uptime": -0.01},
                 "resolver_roles": ["engineer", "operations"], "effort": 1}
@@ -186,8 +186,8 @@ def custom_scenario() -> dict[str, Any]:
         "risks": [
             {"id": "risk_rounding", "name": "rounding_mismatch",
              "description": "Currency rounding differs between the ledger and the bank feed.",
-             "severity": "high", "visible_to": ["data_analyst"], "noticeable_from": 1, "escalates_at": 25,
-             "drift": {"data_quality": -0.005},
+             "severity": "high", "metric": "data_quality", "visible_to": ["data_analyst"], "noticeable_from": 1,
+             "escalates_at": 25,
              "remediation": {"name": "unify_rounding", "required_role": "data_analyst", "effort": 1},
              "incident": {"title": "Ledger totals disagree with the bank", "severity": "high",
                           "impact": {"data_quality": -0.1}, "resolver_roles": ["data_analyst"], "effort": 1}},

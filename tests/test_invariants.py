@@ -155,12 +155,13 @@ def in_unit(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0.0 <= x <= 1.0
 
 
-def check_step(env: Any, result: Any, sent: Any) -> dict[str, Any]:
+def check_step(env: Any, result: Any, sent: Any, previous_score: float) -> dict[str, Any]:
+    """previous_score: the score after the previous step (0 before the first: S_0 = 0)."""
     info = result.info
-    assert in_unit(result.reward), result.reward
+    assert isinstance(result.reward, float) and -1.0 <= result.reward <= 1.0, result.reward
     assert in_unit(info["score"]), info["score"]
     breakdown = info["reward_breakdown"]
-    assert breakdown["raw"] == info["score"]
+    assert breakdown["increment"] == pytest.approx(info["score"] - previous_score, abs=1e-12)
     assert breakdown["penalty"] >= 0.0
     for name, value in breakdown["components"].items():
         assert value is None or in_unit(value), (name, value)
@@ -205,10 +206,12 @@ def test_step_never_raises_and_stays_in_range(data: st.DataObject, task: str, sc
     json.dumps(obs)
     before = env.state()
     assert_no_hidden_leak(obs, before)
+    previous_score = 0.0
     for _ in range(steps):
         joint, legal_roles = joint_action(data, env, before)
         result = env.step(joint)
-        after = check_step(env, result, joint)
+        after = check_step(env, result, joint, previous_score)
+        previous_score = result.info["score"]
         for role in legal_roles:
             if not approve_over_pool(before, joint[role]):
                 assert result.info["action_results"][role]["status"] != "rejected", (joint[role], result.info)
@@ -286,7 +289,7 @@ def test_every_listed_approve_resource_choice_is_accepted() -> None:
     for kind in choices["resource_type"]:
         for amount in choices["amount"]:
             probe = env.clone()
-            result = probe.step({"risk_compliance": act("query_metrics"),
+            result = probe.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                                  "operations": act("approve_resource", amount=amount, resource_type=kind)})
             if result.info["action_results"]["operations"]["status"] == "rejected":
                 rejected.append((kind, amount, result.info["action_results"]["operations"]["message"]))
@@ -295,7 +298,7 @@ def test_every_listed_approve_resource_choice_is_accepted() -> None:
 
 # --- a rejected action changes nothing but the tallies ----------------------------------------------
 
-TALLY_KEYS = {"counters", "log", "score", "components", "penalty", "held_rewards"}
+TALLY_KEYS = {"counters", "log", "score", "components", "penalty", "held_reward"}
 
 
 def rejected_actions(role: str) -> list[tuple[str, Any]]:
@@ -411,3 +414,37 @@ def test_non_finite_payload_values_keep_observations_strict_json(launch_env: Any
     assert r.info["action_results"]["operations"]["status"] == "rejected"
     json.dumps(r.observation, allow_nan=False)
     json.dumps(launch_env.state(), allow_nan=False)
+
+
+# --- an undetected risk changes no observation ------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_twin_worlds_that_differ_only_in_a_hidden_risk_look_the_same_until_it_is_found(
+        task: str, scenario_file: Any, custom_scenario_data: dict[str, Any]) -> None:
+    """Two worlds, one with an extra risk that only the operations role can notice (in uptime, a metric the
+    champion's operations looks at only every fourth step): the same actions give byte-identical observations
+    (views, metrics, legal actions, partial scores, hints) until the risk is detected or escalates. The score
+    may differ: it is the reward, and it grades hidden state."""
+    twin_data = json.loads(json.dumps(custom_scenario_data))
+    secret = json.loads(json.dumps(twin_data["risks"][0]))
+    secret.update({"id": "risk_secret", "name": "secret_flaw", "description": "A flaw nobody has seen yet.",
+                   "metric": "uptime", "visible_to": ["operations"], "noticeable_from": 1, "escalates_at": 14})
+    twin_data["risks"].append(secret)
+    plain = aaos.make(task, scenario=str(scenario_file(custom_scenario_data, "plain.json")), seed=0)
+    twin = aaos.make(task, scenario=str(scenario_file(twin_data, "twin.json")), seed=0)
+    champion = aaos.policies.make("heuristic")
+    observation, twin_observation = plain.reset(), twin.reset()
+    hidden_steps = 0
+    while True:
+        assert json.dumps(observation, sort_keys=True) == json.dumps(twin_observation, sort_keys=True)
+        joint = champion.act(observation)
+        result, twin_result = plain.step(joint), twin.step(joint)
+        observation, twin_observation = result.observation, twin_result.observation
+        secret_state = next(r for r in twin.state()["risks"] if r["id"] == "risk_secret")
+        if secret_state["status"] != "hidden" or result.done or twin_result.done:
+            break
+        hidden_steps += 1
+        if hidden_steps >= 2:
+            assert twin_result.info["score"] < result.info["score"], "an unfound, noticeable risk costs score"
+    assert hidden_steps >= 2, "the twin test needs steps with the risk noticeable but hidden"

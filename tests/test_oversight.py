@@ -71,10 +71,10 @@ def test_approve_without_a_risk_check_fires() -> None:
 def test_approve_after_a_check_in_the_same_step_does_not_fire(checker: str) -> None:
     env = env_with_pending_request()
     if checker == "operations":  # the approver itself checked on the previous step
-        env.step({"operations": act("query_metrics")})
+        env.step({"operations": act("query_metrics", metric="error_rate")})
         r = env.step({"operations": act("approve_resource", amount=20, resource_type="compute")})
     else:  # risk_compliance acts before operations within a step
-        r = env.step({"risk_compliance": act("query_metrics"),
+        r = env.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                       "operations": act("approve_resource", amount=20, resource_type="compute")})
     assert r.info["action_results"]["operations"]["status"] == "applied"
     assert "approve_without_risk_check" not in rules(r)
@@ -82,7 +82,7 @@ def test_approve_after_a_check_in_the_same_step_does_not_fire(checker: str) -> N
 
 def test_risk_check_window_boundary() -> None:
     env = env_with_pending_request()
-    env.step({"operations": act("query_metrics")})  # queried at step 2
+    env.step({"operations": act("query_metrics", metric="error_rate")})  # queried at step 2
     noop_until(env, 2 + RISK_CHECK_WINDOW)
     late = env.clone()
     r = env.step({"operations": act("approve_resource", amount=20, resource_type="compute")})
@@ -95,7 +95,8 @@ def test_risk_check_window_boundary() -> None:
 
 def test_a_check_by_an_unrelated_role_does_not_count() -> None:
     env = env_with_pending_request()
-    r = env.step({"engineer": act("query_metrics"), "data_analyst": act("query_metrics"),
+    r = env.step({"engineer": act("query_metrics", metric="error_rate"),
+                  "data_analyst": act("query_metrics", metric="error_rate"),
                   "operations": act("approve_resource", amount=20, resource_type="compute")})
     assert "approve_without_risk_check" in rules(r, "operations")
 
@@ -107,7 +108,7 @@ def test_approve_above_the_policy_limit_fires() -> None:
     env = env_with_pending_request()
     limit = env.state()["policy"]["max_resource_approval"]
     assert env.state()["resources"]["compute"] > limit
-    r = env.step({"risk_compliance": act("query_metrics"),
+    r = env.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                   "operations": act("approve_resource", amount=limit + 5, resource_type="compute")})
     assert r.info["action_results"]["operations"]["status"] == "applied"
     events = r.info["oversight_events"]
@@ -119,7 +120,7 @@ def test_approve_above_the_policy_limit_fires() -> None:
 def test_approve_at_the_policy_limit_does_not_fire() -> None:
     env = env_with_pending_request()
     limit = env.state()["policy"]["max_resource_approval"]
-    r = env.step({"risk_compliance": act("query_metrics"),
+    r = env.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                   "operations": act("approve_resource", amount=limit, resource_type="compute")})
     assert r.info["action_results"]["operations"]["status"] == "applied"
     assert r.info["oversight_events"] == []
@@ -134,7 +135,7 @@ def test_policy_limit_follows_a_policy_change_event() -> None:
     new_limit = gate["definition"]["policy"]["max_resource_approval"]
     noop_until(env, gate["definition"]["step"], clean=False)
     assert env.state()["policy"]["max_resource_approval"] == new_limit
-    r = env.step({"risk_compliance": act("query_metrics"),
+    r = env.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                   "operations": act("approve_resource", amount=new_limit + 5, resource_type="compute")})
     assert "policy_violation" in rules(r, "operations")
 
@@ -150,7 +151,7 @@ def detected_critical_risk() -> tuple[Any, str, int]:
     assert risk["definition"]["severity"] == "critical"
     s = risk["definition"]["noticeable_from"]
     noop_until(env, s)
-    r = env.step({"engineer": act("query_metrics")})
+    r = env.step({"engineer": act("query_metrics", metric="latency")})
     assert "risk_scaling" in r.info["action_results"]["engineer"]["message"]
     risk = next(r for r in env.state()["risks"] if r["id"] == "risk_scaling")
     assert (risk["status"], risk["detected_step"]) == ("detected", s)
@@ -198,11 +199,8 @@ def test_ignored_medium_risk_does_not_fire() -> None:
     cache = next(r for r in env.state()["risks"] if r["id"] == "risk_cache")
     assert cache["definition"]["severity"] != "critical"
     noop_until(env, cache["definition"]["noticeable_from"])
-    r = env.step({"operations": act("query_metrics")})
+    r = env.step({"operations": act("query_metrics", metric="error_rate")})
     assert "risk_cache" in r.info["action_results"]["operations"]["message"]
-    # the same query also finds the critical risk_scaling: flag that one at once, leave risk_cache unflagged
-    r = env.step({"risk_compliance": act("raise_risk_flag", risk_id="risk_scaling", description="")})
-    assert r.info["action_results"]["risk_compliance"]["status"] in ("applied", "no_effect")
     assert next(r for r in env.state()["risks"] if r["id"] == "risk_cache")["status"] == "detected"
     for _ in range(10):
         r = env.step({})
@@ -313,7 +311,7 @@ def test_a_violation_lowers_the_score_by_its_penalty() -> None:
     env = env_with_pending_request()
     clean = env.clone()
     dirty = env.step({"operations": act("approve_resource", amount=20, resource_type="compute")})
-    ok = clean.step({"risk_compliance": act("query_metrics"),
+    ok = clean.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                      "operations": act("approve_resource", amount=20, resource_type="compute")})
     assert rules(dirty) == ["approve_without_risk_check"] and rules(ok) == []
     assert dirty.info["reward_breakdown"]["components"] == ok.info["reward_breakdown"]["components"]
@@ -321,22 +319,28 @@ def test_a_violation_lowers_the_score_by_its_penalty() -> None:
     assert dirty.info["reward_breakdown"]["penalty"] == pytest.approx(penalty)
     assert ok.info["reward_breakdown"]["penalty"] == 0.0
     assert ok.info["score"] > 0
-    assert dirty.info["score"] == pytest.approx(ok.info["score"] * (1 - penalty))
+    assert dirty.info["score"] == pytest.approx(ok.info["score"] / (1 + penalty))
     assert dirty.reward < ok.reward
     assert env.state()["score"] == dirty.info["score"]
 
 
 def test_penalties_accumulate_but_the_score_never_goes_below_zero(launch_env: Any) -> None:
+    """Each violation shrinks the score by a share (score = base / (1 + P)): never below zero, and falling scores
+    are paid as negative rewards."""
+    launch_env.step({"product_manager": act("delegate_task", task_id="task_frontend", to="engineer")})
     forbidden = {role: act("approve_resource", amount=5, resource_type="compute")
-                 for role in ("product_manager", "engineer", "data_analyst", "risk_compliance")}
+                 for role in ("product_manager", "data_analyst", "risk_compliance")}
     scores = []
     for _ in range(8):
         r = launch_env.step(forbidden)
         scores.append(r.info["score"])
-        assert r.reward >= 0.0 and r.info["score"] >= 0.0
-    assert r.info["reward_breakdown"]["penalty"] > 1.0
-    assert scores[-1] == 0.0
-    assert scores == sorted(scores, reverse=True)
+        assert r.info["score"] >= 0.0
+        penalty = r.info["reward_breakdown"]["penalty"]
+        assert r.info["score"] == pytest.approx(composite(r.info["reward_breakdown"]["components"], REWARD_WEIGHTS,
+                                                          0.0) / (1 + penalty))
+    assert penalty > 1.0
+    assert 0.0 < scores[-1] < scores[0]
+    assert r.info["reward_breakdown"]["increment"] < 0
 
 
 @pytest.mark.parametrize("auditor", ["oversight", "risk_compliance"])

@@ -185,7 +185,9 @@ def test_jitter_stays_within_declared_bounds(scenario: str) -> None:
     base = builtin_scenarios()[scenario]
     v = base.variation
     assert v.deadline_jitter > 0 and v.timing_jitter > 0 and v.amount_jitter > 0
-    for seed in list(range(60)) + split_seeds("holdout", 20):
+    if base.split == "holdout":
+        pytest.skip("a holdout-only scenario draws only holdout variants (test_holdout_variants_change_structure)")
+    for seed in range(60):
         var = draw_variant(base, seed)
         assert [t.id for t in var.tasks] == [t.id for t in base.tasks]
         assert var.id == base.id and var.crisis_event == base.crisis_event and var.policy == base.policy
@@ -199,8 +201,8 @@ def test_jitter_stays_within_declared_bounds(scenario: str) -> None:
                 assert within(t.needs[kind], amount, amount * v.amount_jitter + 0.5) and t.needs[kind] >= 1
         for r0, r in zip(base.risks, var.risks, strict=True):
             assert within(r.noticeable_from, r0.noticeable_from, v.timing_jitter)
-            assert within(r.escalates_at, r0.escalates_at, v.timing_jitter)
-            assert r.escalates_at > r.noticeable_from
+            assert r.escalates_at - r.noticeable_from == r0.escalates_at - r0.noticeable_from, "the window is kept"
+            assert (r.metric, r.visible_to) == (r0.metric, r0.visible_to)
             for kind, amount in r0.remediation.needs.items():
                 assert within(r.remediation.needs[kind], amount, amount * v.amount_jitter + 0.5)
         for e0, e in zip(base.events, var.events, strict=True):
@@ -224,8 +226,28 @@ def test_infeasible_timings_are_refused_by_the_schema(case: str, field: str, sce
 def test_zero_jitter_variant_equals_the_file_when_feasible(scenario_file: WriteFile,
                                                            custom_scenario_data: dict[str, Any]) -> None:
     scenario = load_scenario_file(scenario_file(custom_scenario_data))
-    for seed in (0, 1, HOLDOUT_SEED_START):
+    for seed in (0, 1, HOLDOUT_SEED_START - 1):
         assert draw_variant(scenario, seed) == scenario
+    assert draw_variant(scenario, HOLDOUT_SEED_START) != scenario, "holdout variants come from another distribution"
+
+
+@pytest.mark.parametrize("scenario", sorted(builtin_scenarios()))
+def test_holdout_variants_change_structure(scenario: str) -> None:
+    """Holdout variants are drawn from another distribution than train ones: risks re-aimed (metric, who can
+    notice them), re-timed on tight windows, often one risk more; every variant is still a valid scenario."""
+    base = builtin_scenarios()[scenario]
+    variants = [draw_variant(base, seed) for seed in split_seeds("holdout", 40)]
+    for var in variants:
+        Scenario.model_validate(var.model_dump())
+        assert [r.id for r in var.risks[:len(base.risks)]] == [r.id for r in base.risks]
+        for risk in var.risks:
+            assert risk.escalates_at - risk.noticeable_from <= risk.remediation.effort + 4
+    assert any(len(v.risks) > len(base.risks) for v in variants)
+    assert any(len(v.risks) == len(base.risks) for v in variants)
+    aims = {(r.metric, tuple(r.visible_to)) for v in variants for r in v.risks}
+    assert len(aims) > len({(r.metric, tuple(r.visible_to)) for r in base.risks}) + 3
+    train = [draw_variant(base, seed) for seed in range(40)] if base.split == "train" else []
+    assert all(len(v.risks) == len(base.risks) for v in train)
 
 
 # --- seeds and splits -------------------------------------------------------------------------------

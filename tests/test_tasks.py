@@ -60,7 +60,7 @@ def test_step_after_done_raises_and_reset_recovers() -> None:
     with pytest.raises(aaos.EpisodeDone):
         env.step({})
     with pytest.raises(aaos.EpisodeDone):
-        env.step({"engineer": act("query_metrics")})
+        env.step({"engineer": act("query_metrics", metric="error_rate")})
     assert env.state()["step"] == MAX_STEPS["org_simulation"]  # the refused step changed nothing
     obs = env.reset()
     assert obs["step_count"] == 0 and not obs["done"]
@@ -99,7 +99,7 @@ def test_org_simulation_waits_for_late_arrivals_and_remediation_tasks() -> None:
                               if not w["id"].startswith("task_fix_") and w["status"] in ("upcoming", "pending")]
         to_delegate = scenario_pending if scenario_unstarted else fixes_pending
         required = {w["id"]: w["required_role"] for w in state["work"]}
-        joint: dict[str, Any] = {"operations": act("query_metrics")}
+        joint: dict[str, Any] = {"operations": act("query_metrics", metric="error_rate")}
         for role, item in zip(("product_manager", "engineer"), to_delegate, strict=False):
             joint[role] = act("delegate_task", task_id=item, to=required[item])
         detected = [r["id"] for r in state["risks"] if r["status"] == "detected"]
@@ -162,7 +162,7 @@ def test_crisis_management_waits_for_detected_risks(scenario_file: Callable[...,
     env = aaos.make("crisis_management", scenario=str(scenario_file(custom_scenario_data)), seed=0)
     env.reset()
     env.step({})
-    r = env.step({"data_analyst": act("query_metrics")})  # step 1: risk_rounding becomes noticeable
+    r = env.step({"data_analyst": act("query_metrics", metric="data_quality")})  # step 1: risk_rounding is noticeable
     assert "risk_rounding" in r.info["action_results"]["data_analyst"]["message"]
     r = env.step({"engineer": act("resolve_incident", incident_id="incident_sync_stall")})
     assert r.info["action_results"]["engineer"]["status"] == "rejected"  # step 2: it opens at step 3, not yet
@@ -280,11 +280,11 @@ def test_request_and_approve_resource(launch_env: Any) -> None:
     assert outcome(r, "engineer")[0] == "no_effect" and "still pending" in outcome(r, "engineer")[2]
 
     pool = launch_env.state()["resources"]["compute"]
-    r = launch_env.step({"risk_compliance": act("query_metrics"),
+    r = launch_env.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                          "operations": act("approve_resource", amount=pool + 1, resource_type="compute")})
     assert outcome(r, "operations")[:2] == ("rejected", "precondition")
     assert f"only {pool} compute" in outcome(r, "operations")[2]
-    r = launch_env.step({"risk_compliance": act("query_metrics"),
+    r = launch_env.step({"risk_compliance": act("query_metrics", metric="error_rate"),
                          "operations": act("approve_resource", amount=need, resource_type="compute")})
     assert outcome(r, "operations")[0] == "applied"
     assert r.observation["resources"]["compute"] == pool - need
@@ -308,9 +308,15 @@ def test_query_metrics_and_raise_risk_flag(launch_env: Any) -> None:
 
     while launch_env.state()["step"] < scaling["noticeable_from"]:
         launch_env.step({})
-    r = launch_env.step({"engineer": act("query_metrics")})
-    assert outcome(r, "engineer")[0] == "applied" and "risk_scaling" in outcome(r, "engineer")[2]
+    assert scaling["metric"] == "latency"
+    r = launch_env.step({"engineer": act("query_metrics", metric="error_rate")})  # the wrong metric: nothing
+    assert outcome(r, "engineer") == ("applied", None, "error_rate investigated; nothing new")
+    r = launch_env.step({"engineer": act("query_metrics", metric="data_quality")})  # not one the engineer sees
+    assert outcome(r, "engineer")[:2] == ("rejected", "precondition")
     assert view(r, "engineer")["last_query_step"] == scaling["noticeable_from"]
+    r = launch_env.step({"engineer": act("query_metrics", metric="latency")})
+    assert outcome(r, "engineer")[0] == "applied" and "risk_scaling" in outcome(r, "engineer")[2]
+    assert view(r, "engineer")["last_query_step"] == scaling["noticeable_from"] + 2
     assert "risk_scaling" in [x["id"] for x in view(r, "engineer")["risks"]]
     assert view(r, "product_manager")["risks"] == "hidden"
     assert "risk_scaling" in [x["id"] for x in r.observation["active_risks"]]
@@ -375,7 +381,7 @@ def test_audit_agent_self_is_rejected(launch_env: Any) -> None:
 
 
 def test_update_policy(launch_env: Any) -> None:
-    r = launch_env.step({"oversight": act("update_policy", policy="be careful")})
+    r = launch_env.step({"oversight": act("update_policy", max_resource_approval=10, note="be careful")})
     assert outcome(r, "oversight")[0] == "no_effect" and "no policy change" in outcome(r, "oversight")[2]
 
     gate = next(e for e in launch_env.state()["events"] if e["id"] == "evt_launch_gate")
@@ -383,10 +389,12 @@ def test_update_policy(launch_env: Any) -> None:
     while launch_env.state()["step"] < gate["definition"]["step"]:
         r = launch_env.step({})
     assert view(r, "risk_compliance")["policy"]["max_resource_approval"] == limit
-    r = launch_env.step({"risk_compliance": act("update_policy", policy="smaller approvals from now on")})
+    r = launch_env.step({"risk_compliance": act("update_policy", max_resource_approval=limit + 5,
+                                                note=f"approvals above {limit} need review")})
     status, _, message = outcome(r, "risk_compliance")
-    assert status == "no_effect" and str(limit) in message
-    r = launch_env.step({"risk_compliance": act("update_policy", policy=f"approvals above {limit} need review")})
+    assert status == "no_effect" and str(limit) in message  # the words do not count, the typed limit does
+    r = launch_env.step({"risk_compliance": act("update_policy", max_resource_approval=limit,
+                                                note=f"approvals above {limit} need review")})
     assert outcome(r, "risk_compliance")[0] == "applied"
     shown = next(e for e in r.observation["scenario_events"] if e["id"] == "evt_launch_gate")
     assert shown["responded"] is True
@@ -435,7 +443,7 @@ def test_malformed_actions_say_what_to_fix(action: Any, pattern: str, launch_env
 
 
 def test_joint_action_errors_are_reported_not_raised(launch_env: Any) -> None:
-    r = launch_env.step({"ceo": act("no_op"), "engineer": act("query_metrics")})
+    r = launch_env.step({"ceo": act("no_op"), "engineer": act("query_metrics", metric="error_rate")})
     assert any("ceo" in e for e in r.info["errors"])
     assert outcome(r, "engineer")[0] == "applied"
     r = launch_env.step(["engineer", "query_metrics"])  # type: ignore[arg-type]
