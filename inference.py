@@ -14,7 +14,7 @@ Environment variables:
 
 Output, per task:
     [START] task=<task> env=aaos model=<model>
-    [STEP] step=<n> action=<json> reward=<0.00> done=<true|false> error=<msg|null>
+    [STEP] step=<n> action=<json> reward=<0.00> done=<true|false> error=<msg|null>   (reward signed: -0.05)
     [END] success=<true|false> steps=<n> score=<0.000> rewards=<r1,r2,...>
 """
 

@@ -11,8 +11,9 @@ from aaos.agents.advisor import GuardedAdvisor
 from aaos.agents.base import Policy
 from aaos.agents.llm import LLMConfig, LLMPolicy
 
-Kind = Literal["noop", "random", "heuristic", "llm", "guarded"]
-BASELINES: tuple[str, ...] = ("noop", "random", "heuristic")
+Kind = Literal["noop", "random", "heuristic", "oracle", "llm", "guarded"]
+BASELINES: tuple[str, ...] = ("noop", "random", "heuristic", "oracle")
+"""Rule-based policies by aaos.policies name; "oracle" reads hidden state: a reference row, never an agent."""
 
 
 @dataclass(frozen=True)

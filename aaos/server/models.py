@@ -182,7 +182,9 @@ class ResetResponse(BaseModel):
 
 class StepResponse(BaseModel):
     observation: dict[str, Any] = Field(description="The next observation, for every role.")
-    reward: float = Field(description="Reward delivered this step.")
+    reward: float = Field(description="Reward delivered this step: 0.6 of the score's increment plus any released "
+                                      "held share; negative when the score fell. An episode's rewards sum to its "
+                                      "final score.")
     done: bool = Field(description="The episode has ended; POST /reset before stepping again.")
     info: dict[str, Any] = Field(description="score, reward_breakdown, action_results, oversight_events, ...")
 

@@ -30,11 +30,13 @@ POLICIES: tuple[tuple[str, str], ...] = (
     ("Champion (heuristic)", "heuristic"),
     ("Random legal actions", "random"),
     ("Do nothing (no_op)", "noop"),
+    ("Oracle (reads hidden state; a reference, not an agent)", "oracle"),
     (agents.LOCAL_LABEL, "local"),
     ("OpenAI-compatible model (Model settings)", "openai"),
 )
 """What the benchmark offers: (label, key); the local model only where it is installed."""
 NAMES: dict[str, str] = {"heuristic": "Champion", "random": "Random", "noop": "Do nothing",
+                         "oracle": "Oracle (reference: reads hidden state)",
                          LOCAL_NAME: "SmolLM2-135M (local)"}
 """How the leaderboard, chart and gate name the policies of the result files."""
 SPLITS: tuple[tuple[str, str], ...] = (("Train seeds", "train"), ("Holdout seeds", "holdout"))
