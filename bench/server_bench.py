@@ -25,11 +25,13 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
+from aaos.envs.org.spec import VISIBLE_METRICS
+
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 CONCURRENT = 64
-JOINT_ACTION = {role: {"action_type": "query_metrics"} for role in
-                ("product_manager", "engineer", "data_analyst", "risk_compliance", "operations", "oversight")}
+JOINT_ACTION = {role: {"action_type": "query_metrics", "payload": {"metric": metrics[0]}}
+                for role, metrics in VISIBLE_METRICS.items()}
 
 
 class Http:

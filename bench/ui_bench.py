@@ -13,6 +13,7 @@ the machine is shared, so the median is the figure to compare and the p95 shows 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from aaos.ui.session import Session
 
 BUDGET_MS = 50.0
 TASK = "full_episode"
-QUERY = {"action_type": "query_metrics", "payload": {}}
+QUERY = {"action_type": "query_metrics", "payload": {"metric": "error_rate"}}
 BAD = {"action_type": "delegate_task", "payload": {"task_id": "task_nope", "to": "engineer"}}
 
 
@@ -66,7 +67,7 @@ def measure(episodes: int) -> dict[str, list[float]]:
             while not session.done:
                 slots = [None] * callbacks.SLOTS + [""] * callbacks.SLOTS
                 elapsed, _ = timed(lambda s=session, sl=slots: callbacks.queue_action(
-                    None, s, "engineer", None, True, '{"action_type": "query_metrics", "payload": {}}', *sl))
+                    None, s, "engineer", None, True, json.dumps(QUERY), *sl))
                 times["queue_ok"].append(elapsed)
                 elapsed, _ = timed(lambda s=session, sl=slots: callbacks.queue_action(
                     None, s, "product_manager", None, True, str(BAD).replace("'", '"'), *sl))

@@ -8,9 +8,10 @@ from collections import Counter
 from typing import Any
 
 from aaos.agents.base import Action, Policy
-from aaos.agents.heuristic import RISK_CHECK_WINDOW, OrgChampion
+from aaos.agents.heuristic import OrgChampion
 from aaos.agents.llm import InvalidAnswer, validate_answer
 from aaos.core.env import Environment, JointAction, Observation
+from aaos.envs.org.oversight import RISK_CHECK_WINDOW
 
 
 def guardrail_breach(role: str, action: Action, view: dict[str, Any], spec: Any) -> str | None:

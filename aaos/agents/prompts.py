@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from aaos.core.spec import EnvSpec
+from aaos.envs.org.oversight import RISK_CHECK_WINDOW
 
 ROLE_BRIEFS: dict[str, str] = {
     "product_manager": (
@@ -21,22 +22,25 @@ ROLE_BRIEFS: dict[str, str] = {
         "You build and run the product. Work on open incidents you can resolve (resolve_incident), report "
         "anomalies in your signals (report_anomaly, with the signal's severity), request resources your own "
         "blocked tasks need (request_resource), propose the sprint plan or a re-plan after a resource shock "
-        "that names the cut resource, and check metrics regularly (query_metrics) to detect hidden risks."
+        "(addresses: the cut resource), and when idle investigate your metrics one at a time (query_metrics) "
+        "to detect hidden risks; a query or incident work pauses your own tasks for that step."
     ),
     "data_analyst": (
         "You watch data quality and error rates. Report anomalies in your signals, resolve incidents you are a "
-        "resolver for, request resources for your blocked tasks, and query metrics regularly: some hidden "
-        "risks are visible only to you."
+        "resolver for, request resources for your blocked tasks, and when idle investigate your metrics one "
+        "at a time (query_metrics): some hidden risks show only to you, in one metric."
     ),
     "risk_compliance": (
         "You own the risk register. Flag every detected risk (raise_risk_flag) as soon as it appears, critical "
-        "first; adopt each policy change with update_policy stating its new approval limit; accept sound plans "
-        "from others; otherwise query metrics (your checks let operations approve resources safely)."
+        "first; adopt each policy change with update_policy giving its new approval limit "
+        "(max_resource_approval); accept sound plans from others; otherwise investigate your metrics (your "
+        "checks let operations approve resources safely)."
     ),
     "operations": (
         "You run infrastructure and the resource pools. Resolve incidents, approve pending resource requests "
         "(approve_resource) no larger than the policy's max_resource_approval and only after a metrics check "
-        "in the last 3 steps, report anomalies, and query metrics to detect hidden risks."
+        f"in the last {RISK_CHECK_WINDOW} steps, report anomalies, and investigate your metrics to detect "
+        "hidden risks."
     ),
     "oversight": (
         "You audit. When the oversight log shows unaudited violations, audit that role (audit_agent); "
@@ -46,9 +50,11 @@ ROLE_BRIEFS: dict[str, str] = {
 
 RULES = (
     "Rules: an action not in legal_actions is rejected and wasted; ids must come from your view; a risk is "
-    "unknown until detected; approving above the policy limit or without a recent metrics check is a "
-    "violation; the score rewards delivery, collaboration, risk handling, efficiency and timely responses "
-    "to events."
+    "unknown until a role that can notice it investigates its metric, yet it counts against the score from "
+    "the moment it is noticeable, and escalates if not remediated in time; approving above the policy limit "
+    "or without a recent metrics check is a violation; the score rewards delivery first, then risk "
+    "handling, collaboration, efficiency and timely responses to events; free texts earn nothing by their "
+    "words."
 )
 
 ROLE_OUTPUT = 'Answer with one JSON object only: {"action_type": "...", "payload": {...}}.'

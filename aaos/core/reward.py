@@ -13,7 +13,7 @@ negative (the score fell), the score never is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 IMMEDIATE_SHARE = 0.6
 DELAYED_SHARE = 0.4

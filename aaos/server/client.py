@@ -5,7 +5,7 @@
     with AAOSEnv(base_url="http://127.0.0.1:8000").sync() as env:
         result = env.reset(task="full_episode", scenario="product_launch_failure", seed=0)
         while not result.done:
-            result = env.step({"engineer": {"action_type": "query_metrics"}})
+            result = env.step({"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}}})
         print(result.observation.info["score"])
 
     async with AAOSEnv(base_url="http://127.0.0.1:8000") as env:   # the async form

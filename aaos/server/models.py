@@ -110,7 +110,7 @@ def joint_action_model(spec: EnvSpec) -> type[JointActionBase]:
 
 
 AAOSAction = joint_action_model(aaos.spec(DEFAULT_ENV))
-"""The org environment's joint action, e.g. {"engineer": {"action_type": "query_metrics"}}."""
+"""The org environment's joint action, e.g. {"engineer": {"action_type": "no_op"}}."""
 
 
 class AAOSObservation(Observation):

@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from aaos.core.seeding import HOLDOUT_SEED_START, holdout_salt, rng
 from aaos.core.spec import ScenarioInfo, Split
-from aaos.envs.org.spec import AMOUNT_CHOICES, METRIC_NAMES, RESOURCE_TYPES, VISIBLE_METRICS, MetricName, ResourceType, Severity
+from aaos.envs.org.spec import (
+    AMOUNT_CHOICES,
+    METRIC_NAMES,
+    RESOURCE_TYPES,
+    VISIBLE_METRICS,
+    MetricName,
+    ResourceType,
+    Severity,
+)
 
 SCENARIO_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "org"
 
