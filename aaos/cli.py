@@ -1,4 +1,5 @@
-"""The `aaos` command: list, validate, run, serve, bench, and training (collect, replay, sft, grpo-data)."""
+"""The `aaos` command: list, validate, scenarios generate, run, serve, bench, and training (collect, replay, sft,
+grpo-data)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import aaos
 from aaos.bench import cli as bench_cli
@@ -37,6 +39,16 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"ok   {path} ({scenario.id}, {scenario.split}, {len(scenario.tasks)} tasks, "
               f"{len(scenario.risks)} risks, {len(scenario.events)} events)")
     return 1 if failed else 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from aaos.envs.org.generate import write_scenarios
+
+    if args.seed < 0:
+        raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
+    for path in write_scenarios(args.seed, args.out, args.count, args.split):
+        print(f"wrote {path}")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -85,6 +97,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="validate scenario files (default: the built-in ones)")
     p.add_argument("files", nargs="*", help="scenario JSON files")
     p.set_defaults(func=_validate)
+
+    p = sub.add_parser("scenarios", help="make scenario files (see `aaos scenarios generate -h`)")
+    scenarios = p.add_subparsers(dest="scenarios_command", metavar="{generate}", required=True)
+    p = scenarios.add_parser("generate", help="write new, valid scenario files drawn by a seeded procedural generator",
+                             description="Writes COUNT scenario files named <id>.json into OUT: 4-7 tasks, 3-6 hidden "
+                                         "risks, one event of each kind, pools and policy, drawn from a broad "
+                                         "distribution. The same seed gives byte-identical files. Keep a private set "
+                                         "outside the repository and evaluate on it with `aaos bench --scenarios OUT`.")
+    p.add_argument("--seed", type=int, required=True, help="generator seed (non-negative)")
+    p.add_argument("--out", type=Path, required=True, help="folder to write the files into (created if needed)")
+    p.add_argument("--count", type=int, default=1, help="how many scenarios to write (default 1)")
+    p.add_argument("--split", choices=("train", "holdout"), default="train",
+                   help="the files' split: holdout scenarios draw only holdout variants (default train)")
+    p.set_defaults(func=_generate)
 
     p = sub.add_parser("run", help="play one episode with a policy and print the score")
     p.add_argument("--env", default="org")

@@ -17,8 +17,9 @@ from aaos.bench import ray_backend
 from aaos.bench.hub import check_push_target, push_results
 from aaos.bench.policies import BASELINES, PolicySpec, baseline
 from aaos.bench.report import gate, write_reports
-from aaos.bench.runner import plan_jobs, run
+from aaos.bench.runner import plan_jobs, read_records, run, salt_mismatch
 from aaos.bench.stats import summarise
+from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
 
 MODEL_POLICIES = ("llm", "guarded", "local")
 
@@ -37,7 +38,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--response-format", choices=("json_schema", "json_object", "none"), default="json_schema")
     p.add_argument("--env", default="org")
     p.add_argument("--task", action="append", help="repeatable (default: all tasks)")
-    p.add_argument("--scenario", action="append", help="repeatable (default: all scenarios)")
+    p.add_argument("--scenario", action="append",
+                   help="repeatable: a scenario id or a .json file (default: all built-in scenarios, unless "
+                        "--scenarios is given)")
+    p.add_argument("--scenarios", type=Path, metavar="DIR",
+                   help="also evaluate on every *.json scenario file in DIR, e.g. a private set an evaluator keeps "
+                        "outside the repository (see `aaos scenarios generate`); every file must be valid")
+    p.add_argument("--holdout-salt", metavar="SALT",
+                   help=f"the secret salt that re-draws every holdout variant, for this run (default: "
+                        f"${HOLDOUT_SALT_ENV}, which keeps it off the command line); never written: each record "
+                        "carries only its fingerprint, holdout_salt. Train variants ignore it")
     p.add_argument("--split", choices=("train", "holdout", "both"), default="both")
     p.add_argument("--episodes", type=int, default=3, help="seeds per split for each task and scenario")
     p.add_argument("--concurrency", type=int, default=8,
@@ -86,29 +96,83 @@ def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
     return {spec.name: spec for spec in specs.values()}
 
 
+def scenario_files(folder: Path) -> list[str]:
+    """The *.json scenario files in `folder`, sorted by name, as scenario names the runner takes (their paths); a
+    missing or empty folder, or any invalid file, raises ValueError naming each bad file and field."""
+    from aaos.envs.org.scenario import ScenarioError, load_scenario_file
+
+    if not folder.is_dir():
+        raise ValueError(f"--scenarios {folder}: no such folder")
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise ValueError(f"--scenarios {folder}: the folder holds no *.json scenario files")
+    problems = []
+    for path in paths:
+        try:
+            load_scenario_file(path)
+        except ScenarioError as error:
+            problems.append(str(error))
+    if problems:
+        raise ValueError(f"--scenarios {folder}: {len(problems)} of {len(paths)} scenario files are invalid "
+                         "(fix or remove them):\n" + "\n".join(problems))
+    return [str(path) for path in paths]
+
+
 def main(args: argparse.Namespace) -> int:
+    """`aaos bench`; with --holdout-salt, the salt is in force (in this process's environment) for the run only."""
+    if args.holdout_salt is None:
+        return _bench(args)
+    if not args.holdout_salt:
+        raise ValueError("--holdout-salt: the salt must not be empty")
+    previous = os.environ.get(HOLDOUT_SALT_ENV)
+    os.environ[HOLDOUT_SALT_ENV] = args.holdout_salt  # before any environment is built
+    try:
+        return _bench(args)
+    finally:
+        if previous is None:
+            os.environ.pop(HOLDOUT_SALT_ENV, None)
+        else:
+            os.environ[HOLDOUT_SALT_ENV] = previous
+
+
+def _bench(args: argparse.Namespace) -> int:
     if args.ray and (problem := ray_backend.missing()):
         raise ValueError(problem)
     if args.push_to_hub:
         check_push_target(args.push_to_hub)  # a bad repo id or a missing HF_TOKEN fails now, not after the run
     specs = _specs(args)
     tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
-    scenarios = args.scenario or [s["id"] for s in aaos.list_scenarios(env=args.env)]
+    scenarios = list(args.scenario or [])
+    if args.scenarios is not None:
+        if args.env != "org":
+            raise ValueError(f"--scenarios takes org scenario files; --env is {args.env!r}")
+        scenarios += [path for path in scenario_files(args.scenarios) if path not in scenarios]
+    scenarios = scenarios or [s["id"] for s in aaos.list_scenarios(env=args.env)]
     splits = ("train", "holdout") if args.split == "both" else (args.split,)
     jobs = plan_jobs(list(specs), tasks, scenarios, args.episodes, splits, args.env)
+    fingerprint = salt_fingerprint()
+    results = args.out / "results.jsonl"
+    other_salts = sorted({str(r.get("holdout_salt")) for r in read_records(results) if salt_mismatch(r, fingerprint)})
+    if other_salts:
+        raise ValueError(f"{results} holds holdout episodes played under another holdout salt (fingerprint "
+                         f"{', '.join(other_salts)}; this run: {fingerprint}): write this run to another --out")
     with tqdm(total=len(jobs), desc="episodes", unit="ep", file=sys.stderr) as bar:
         def progress(finished: int, total: int, record: dict[str, Any]) -> None:
             bar.n = finished
             bar.set_postfix_str(f"{record['policy']} {record['task']} {record.get('score', float('nan')):.3f}")
             bar.refresh()
 
-        results = args.out / "results.jsonl"
         trajectories = args.out / "trajectories.jsonl" if args.trajectories else None
         if args.ray:
             records = ray_backend.run_jobs_on_ray(jobs, specs, results, args.ray, args.concurrency, progress,
                                                   trajectories)
         else:
             records = run(jobs, specs, results, args.concurrency, progress, trajectories)
+    stray = [r for r in records if r.get("error") is None and salt_mismatch(r, fingerprint)]
+    if stray:
+        raise ValueError(f"{len(stray)} holdout episode(s) were played under another holdout salt (fingerprint "
+                         f"{stray[0].get('holdout_salt')}) than this run's ({fingerprint}): with --ray every worker "
+                         f"needs the same {HOLDOUT_SALT_ENV} in its environment; no report was written")
     rows = summarise(records)
     paths = write_reports(rows, args.out)
     (args.out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")
@@ -121,6 +185,8 @@ def main(args: argparse.Namespace) -> int:
         result = gate(rows, candidate)
         (args.out / "gate.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         print(f"gate: {result.verdict}: " + "; ".join(result.reasons))
+    if fingerprint is not None:
+        print(f"holdout salt in force: fingerprint {fingerprint} (the records' holdout_salt)")
     print("written: " + ", ".join(str(p) for p in paths.values()))
     if args.push_to_hub:
         pushed = push_results(args.out, args.push_to_hub, private=args.hub_private)

@@ -4,6 +4,11 @@ Episodes run as asyncio tasks under a bounded concurrency; model calls across al
 limit (aaos.bench.ray_backend runs them as Ray tasks instead, with the same records). A re-run with the
 same output file skips the episodes already recorded, so an interrupted run resumes without losing or
 repeating anything.
+
+A scenario is a built-in id or a path to a scenario file (*.json; its split is read from the file). Every record
+carries `holdout_salt`: the fingerprint (aaos.core.seeding.salt_fingerprint) of the holdout salt its episode was
+played under, None without one; the salt itself is never written. A holdout record of another salt is not taken as
+done on resume: its episode is a different one.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,7 @@ import aaos
 from aaos.agents.base import Policy
 from aaos.bench.policies import PolicySpec, build_policy
 from aaos.bench.stats import HARD_SEVERITIES, SUCCESS_THRESHOLD
-from aaos.core.seeding import seed_split, split_seeds
+from aaos.core.seeding import salt_fingerprint, seed_split, split_seeds
 from aaos.core.spec import Split
 from aaos.core.trajectory import EpisodeMeta, step_record
 
@@ -45,18 +51,38 @@ class Job:
         return f"{self.policy}|{self.env}|{self.task}|{self.scenario}|{self.seed}"
 
 
+@lru_cache(maxsize=1024)
+def _file_split(path: str, mtime_ns: int) -> Split:
+    from aaos.envs.org.scenario import load_scenario_file
+
+    return load_scenario_file(path).split
+
+
+def scenario_split(scenario: str, env: str = "org") -> Split | None:
+    """The split of a built-in scenario (by id) or of a scenario file (a path ending in .json; an unreadable or
+    invalid file raises ScenarioError); None for a name that is neither."""
+    for info in aaos.list_scenarios(env=env):
+        if info["id"] == scenario:
+            return info["split"]  # type: ignore[return-value]
+    if env == "org" and scenario.endswith(".json"):
+        path = Path(scenario)
+        return _file_split(str(path), path.stat().st_mtime_ns if path.exists() else 0)
+    return None
+
+
 def plan_jobs(policies: Iterable[str], tasks: Iterable[str], scenarios: Iterable[str], episodes: int,
               splits: Iterable[Split] = ("train", "holdout"), env: str = "org") -> list[Job]:
     """Every policy on every task and scenario, with `episodes` seeds of each split; holdout-only scenarios
-    get holdout seeds only, train scenarios get seeds of both splits asked for."""
-    scenario_split = {s["id"]: s["split"] for s in aaos.list_scenarios(env=env)}
+    (built-in, or files whose split is holdout) get holdout seeds only, train scenarios get seeds of both splits
+    asked for."""
     tasks, scenarios, splits = list(tasks), list(scenarios), list(splits)
+    scenario_splits = {scenario: scenario_split(scenario, env) for scenario in scenarios}
     jobs = []
     for policy in policies:
         for task in tasks:
             for scenario in scenarios:
                 for split in splits:
-                    if scenario_split.get(scenario) == "holdout" and split == "train":
+                    if scenario_splits[scenario] == "holdout" and split == "train":
                         continue
                     jobs.extend(Job(policy, env, task, scenario, seed) for seed in split_seeds(split, episodes))
     return jobs
@@ -64,8 +90,8 @@ def plan_jobs(policies: Iterable[str], tasks: Iterable[str], scenarios: Iterable
 
 def episode_split(job: Job) -> Split:
     """An episode is holdout if its scenario or its seed is."""
-    scenario_split = {s["id"]: s["split"] for s in aaos.list_scenarios(env=job.env)}
-    return "holdout" if scenario_split.get(job.scenario) == "holdout" or seed_split(job.seed) == "holdout" else "train"
+    holdout = scenario_split(job.scenario, job.env) == "holdout" or seed_split(job.seed) == "holdout"
+    return "holdout" if holdout else "train"
 
 
 async def run_episode(job: Job, policy: Policy,
@@ -73,6 +99,7 @@ async def run_episode(job: Job, policy: Policy,
     """Play one episode; the record holds the score, its breakdown, validity counts and model accounting.
     When `trajectory` is a list, the episode's per-step trajectory records are appended to it."""
     started = time.perf_counter()
+    salt = salt_fingerprint()  # of the salt the variant is drawn with, read as the environment is built
     env = aaos.make(job.task, scenario=job.scenario, seed=job.seed, env=job.env)
     policy.reset(job.seed)
     observation = env.reset()
@@ -100,6 +127,7 @@ async def run_episode(job: Job, policy: Policy,
         "version": RECORD_VERSION,
         **asdict(job),
         "split": episode_split(job),
+        "holdout_salt": salt,
         "score": result.info["score"],
         "success": result.info["score"] >= SUCCESS_THRESHOLD,
         "steps": result.info["step"],
@@ -136,9 +164,21 @@ def _append(path: Path, record: dict[str, Any]) -> None:
 
 
 def error_record(job: Job, error: BaseException) -> dict[str, Any]:
-    """The record of an episode that raised: the job, its split and `error` ("Type: message"), no score."""
-    return {"version": RECORD_VERSION, **asdict(job), "split": episode_split(job),
+    """The record of an episode that raised: the job, its split, the salt fingerprint and `error`
+    ("Type: message"), no score."""
+    try:
+        split: Split | None = episode_split(job)
+    except Exception:  # a scenario file that cannot be read: the error below says why
+        split = None
+    return {"version": RECORD_VERSION, **asdict(job), "split": split, "holdout_salt": salt_fingerprint(),
             "error": f"{type(error).__name__}: {error}"}
+
+
+def salt_mismatch(record: dict[str, Any], fingerprint: str | None) -> bool:
+    """Whether a holdout record was played under another holdout salt than the one of `fingerprint` (None: no
+    salt). A train record never is: train variants ignore the salt. A record older than the field counts as
+    played without a salt."""
+    return record.get("split") == "holdout" and record.get("holdout_salt") != fingerprint
 
 
 async def play(job: Job, spec: PolicySpec, call_limit: asyncio.Semaphore | None = None,
@@ -159,7 +199,8 @@ class Ledger:
     """The bookkeeping of one run, shared by the local and the Ray runner.
 
     `done` maps a job's key to its record, those already in `out` included (error records are left out, so a
-    re-run retries them); `pending` lists the jobs without one, in order; `finished` counts the run's jobs with
+    re-run retries them, and so are holdout records played under another holdout salt than the one in force);
+    `pending` lists the jobs without one, in order; `finished` counts the run's jobs with
     a record, as `progress(finished, total, record)` reports them; `should_stop`, when it returns True, keeps
     new episodes from starting."""
 
@@ -168,7 +209,9 @@ class Ledger:
         out.parent.mkdir(parents=True, exist_ok=True)
         self.jobs, self.out, self.trajectories = jobs, out, trajectories
         self.progress, self.should_stop = progress, should_stop
-        self.done = {_key(r): r for r in read_records(out) if r.get("error") is None}
+        fingerprint = salt_fingerprint()
+        self.done = {_key(r): r for r in read_records(out)
+                     if r.get("error") is None and not salt_mismatch(r, fingerprint)}
         self.pending = [job for job in jobs if job.key not in self.done]
         self.finished = len(jobs) - len(self.pending)
 
