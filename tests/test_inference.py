@@ -13,14 +13,15 @@ import pytest
 from fake_openai import Script, serve
 from helpers import REPO_ROOT
 
+import aaos
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
 
 START = re.compile(r"^\[START\] task=(?P<task>\w+) env=aaos model=(?P<model>\S+)$")
-STEP = re.compile(r"^\[STEP\] step=(?P<step>\d+) action=(?P<action>\{.*\}) reward=(?P<reward>\d+\.\d{2}) "
+STEP = re.compile(r"^\[STEP\] step=(?P<step>\d+) action=(?P<action>\{.*\}) reward=(?P<reward>-?\d+\.\d{2}) "
                   r"done=(?P<done>true|false) error=(?P<error>.+)$")
 END = re.compile(r"^\[END\] success=(?P<success>true|false) steps=(?P<steps>\d+) score=(?P<score>\d\.\d{3}) "
-                 r"rewards=(?P<rewards>(\d+\.\d{2}(,\d+\.\d{2})*)?)$")
+                 r"rewards=(?P<rewards>(-?\d+\.\d{2}(,-?\d+\.\d{2})*)?)$")
 TASKS = ["org_simulation", "crisis_management", "full_episode"]
 
 
@@ -62,6 +63,21 @@ def check_episode(steps: list[dict[str, str]], end: dict[str, str], threshold: f
                                                     "operations", "oversight"}
 
 
+def champion_episode(task: str, scenario: str = "product_launch_failure", seed: int = 42) -> tuple[list[float], float]:
+    """The champion's rewards and final score on inference.py's default episode, played in process."""
+    env = aaos.make(task, scenario=scenario, seed=seed)
+    policy = aaos.policies.make("heuristic")
+    policy.bind(env)
+    observation = env.reset()
+    rewards = []
+    while True:
+        result = env.step(policy.act(observation))
+        observation = result.observation
+        rewards.append(result.reward)
+        if result.done:
+            return rewards, result.info["score"]
+
+
 def test_champion_in_process_prints_exact_lines() -> None:
     done = run_inference()
     assert "MODEL_NAME is not set" in done.stderr
@@ -70,7 +86,11 @@ def test_champion_in_process_prints_exact_lines() -> None:
     for start, steps, end in played:
         assert start["model"] == "heuristic-champion"
         check_episode(steps, end)
-        assert end["success"] == "true" and all(s["error"] == "null" for s in steps)
+        assert all(s["error"] == "null" for s in steps)
+        rewards, score = champion_episode(start["task"])
+        assert end["rewards"].split(",") == [f"{r:.2f}" for r in rewards] and end["score"] == f"{score:.3f}"
+        assert sum(rewards) == pytest.approx(score, abs=1e-9)  # rewards are increments of the score: return = score
+    assert [end["success"] for _, _, end in played[:2]] == ["true", "true"]  # the hard task leaves headroom
     assert len(played[2][1]) == 50  # full_episode always runs to max_steps
 
 

@@ -179,7 +179,8 @@ def test_guarded_advisor_takes_only_advice_that_scores_better() -> None:
     champion, champion_score = play(aaos.policies.make("heuristic"), task="full_episode")
     assert lazy == champion
     # Advice to check metrics earlier than the champion would is accepted when the lookahead favours it.
-    advisor = GuardedAdvisor(Suggest("data_analyst", action("query_metrics")))
+    advisor = GuardedAdvisor(Suggest("data_analyst", action("query_metrics", metric="error_rate")))
     _, score = play(advisor, task="full_episode")
     assert advisor.verdicts["accepted"] + advisor.verdicts["not_better"] + advisor.verdicts["same"] > 0
+    assert advisor.verdicts["blocked_illegal"] == 0  # an aimed query at one of its own metrics is legal advice
     assert score >= champion_score - 0.05

@@ -58,11 +58,14 @@ def test_an_episode_ends_for_every_role_at_once_and_step_after_it_raises() -> No
 
 
 def test_catalogue_starts_with_no_op_and_expands_payload_choices() -> None:
-    legal = {"no_op": {}, "query_metrics": {}, "request_resource": {"resource_type": ["compute", "budget"],
-                                                                      "amount": [5, 10, 15]},
-             "propose_plan": {"plan": "text"}}
+    legal = {"no_op": {}, "query_metrics": {"metric": ["latency", "uptime"]},
+             "request_resource": {"resource_type": ["compute", "budget"], "amount": [5, 10, 15]},
+             "propose_plan": {"plan": "text", "addresses": ["none", "compute", "budget", "personnel"]}}
     actions = catalogue(legal)
-    assert actions[0] == NO_OP and actions[1] == {"action_type": "query_metrics", "payload": {}}
-    assert len(actions) == 1 + 1 + 6 + 1
+    assert actions[0] == NO_OP and actions[1] == {"action_type": "query_metrics", "payload": {"metric": "latency"}}
+    assert actions[2] == {"action_type": "query_metrics", "payload": {"metric": "uptime"}}
+    assert len(actions) == 1 + 2 + 6 + 4
     assert {a["payload"]["amount"] for a in actions if a["action_type"] == "request_resource"} == {5, 10, 15}
-    assert actions[-1]["payload"]["plan"]
+    plans = [a["payload"] for a in actions if a["action_type"] == "propose_plan"]
+    assert all(p["plan"] for p in plans)
+    assert [p["addresses"] for p in plans] == ["none", "compute", "budget", "personnel"]

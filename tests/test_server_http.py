@@ -112,7 +112,8 @@ def test_http_episode_is_exactly_the_in_process_episode(http: httpx.Client, task
 
 def test_reset_with_session_id_restarts_that_session_and_keeps_unset_fields(http: httpx.Client) -> None:
     session_id, _ = open_session(http, task="crisis_management", scenario="resource_conflict", seed=3)
-    assert step(http, session_id, {"engineer": {"action_type": "query_metrics"}}).status_code == 200
+    query = {"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}}}
+    assert step(http, session_id, query).status_code == 200
     response = http.post("/reset", json={"session_id": session_id, "seed": 4, "episode_id": "run-4"})
     assert response.status_code == 200 and response.json()["session_id"] == session_id
     expected = aaos.make("crisis_management", scenario="resource_conflict", seed=4).reset()
@@ -141,11 +142,22 @@ BAD_ACTIONS = [
      "payload.incident_id", "valid string"),
     ({"engineer": {"action_type": "delegate_task", "payload": {"task_id": "task_backend"}}}, "payload.to",
      "Field required"),
-    ({"engineer": {"action_type": "query_metrics", "payload": {"loud": True}}}, "payload.loud", "Extra inputs"),
-    ({"engineer": {"action_type": "query_metrics", "extra": 1}}, "action.engineer", "extra"),
+    ({"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency", "loud": True}}}, "payload.loud",
+     "Extra inputs"),
+    ({"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}, "extra": 1}}, "action.engineer",
+     "extra"),
     ({"engineer": "query_metrics"}, "action.engineer", "dictionary"),
     (["query_metrics"], "action", "dictionary"),
     ({"engineer": {"action_type": "propose_plan", "payload": {"plan": ""}}}, "payload.plan", "at least 1"),
+    ({"engineer": {"action_type": "query_metrics", "payload": {}}}, "payload.metric", "Field required"),
+    ({"engineer": {"action_type": "query_metrics", "payload": {"metric": "mood"}}}, "payload.metric",
+     "Input should be"),
+    ({"engineer": {"action_type": "propose_plan", "payload": {"plan": "all of it", "addresses": "everything"}}},
+     "payload.addresses", "Input should be"),
+    ({"oversight": {"action_type": "update_policy", "payload": {"policy": "max 20"}}}, "payload.max_resource_approval",
+     "Field required"),
+    ({"oversight": {"action_type": "update_policy", "payload": {"max_resource_approval": "twenty"}}},
+     "payload.max_resource_approval", "valid integer"),
 ]
 
 

@@ -22,6 +22,7 @@ from aaos.server.models import AAOSAction
 from aaos.server.sessions import SessionConfig
 
 MAX_WS = 4
+QUERY = {"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}}}
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_client_errors_say_what_to_fix_and_keep_the_session(server: BackgroundSe
         with pytest.raises(RuntimeError, match="colour: Extra inputs"):
             env.reset(colour="blue")
         assert env.state().step_count == 0
-        assert env.step({"engineer": {"action_type": "query_metrics"}}).observation.step_count == 1
+        assert env.step(QUERY).observation.step_count == 1
 
 
 def test_raw_websocket_bad_messages_get_errors_and_the_connection_survives(server: BackgroundServer) -> None:
@@ -120,7 +121,7 @@ def test_raw_websocket_bad_messages_get_errors_and_the_connection_survives(serve
         for _ in range(40):
             deep = [deep]
         assert send({"type": "step", "data": {"metadata": {"x": deep}}})["type"] == "error"
-        result = send({"type": "step", "data": {"engineer": {"action_type": "query_metrics"}}})
+        result = send({"type": "step", "data": QUERY})
         assert result["type"] == "observation" and result["data"]["observation"]["step_count"] == 1
         state = send({"type": "state"})
         assert state["type"] == "state" and state["data"]["step"] == 1
@@ -192,7 +193,7 @@ def test_mcp_tools_drive_an_episode_in_a_session(server: BackgroundServer) -> No
             assert delegated["action_result"]["status"] == "applied" and delegated["view"]["step"] == 1
             refused = call("delegate_task", role="oversight", task_id=task_id, to="engineer")
             assert "oversight may not use delegate_task" in refused["error"]["message"]
-            joint = call("joint_action", actions={"engineer": {"action_type": "query_metrics"}})["result"]
+            joint = call("joint_action", actions=QUERY)["result"]
             assert joint["observation"]["step_count"] == 2  # the refused call changed nothing
             assert "task: Input should be" in call("new_episode", task="juggling")["error"]["message"]
         finally:

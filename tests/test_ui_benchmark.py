@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from fake_openai import Script, serve
 from ui_fixtures import BENCH_OUTPUTS, assert_no_reprs, html_table, named, reset, run_benchmark, wait_until
 
 import aaos
+from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.ui import benchmark, callbacks, formatting
 
 
@@ -22,6 +24,20 @@ def files_of(outputs: dict[str, Any]) -> dict[str, Path]:
     update = outputs["bench_files"]
     assert update["visible"]
     return {Path(path).name: Path(path) for path in update["value"]}
+
+
+def replayed_score(policy_name: str, scenario: str, seed: int) -> float:
+    """The score of one org_simulation episode played in process, as the benchmark plays it."""
+    env = aaos.make("org_simulation", scenario=scenario, seed=seed)
+    policy = aaos.policies.make(policy_name, seed=seed)
+    policy.reset(seed)
+    observation = env.reset()
+    policy.bind(env)
+    while True:
+        result = env.step(policy.act(observation))
+        observation = result.observation
+        if result.done:
+            return float(result.info["score"])
 
 
 def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate() -> None:
@@ -36,7 +52,14 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate()
     assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [
         ("1", "Champion", "holdout", "2"), ("2", "Random", "holdout", "2"),
         ("1", "Champion", "train", "1"), ("2", "Random", "train", "1")]
-    assert float(board[0]["Mean score"]) >= 0.7 and board[0]["Success"] == "100 %"
+    played = {"train": [("product_launch_failure", 0)],
+              "holdout": [("product_launch_failure", 10_000), ("vendor_outage_cascade", 10_000)]}
+    for row in board:  # each row is exactly its episodes replayed in process
+        name = {"Champion": "heuristic", "Random": "random"}[row["Policy"]]
+        scores = [replayed_score(name, scenario, seed) for scenario, seed in played[row["Split"]]]
+        assert row["Mean score"] == f"{statistics.mean(scores):.3f}"
+        assert row["Success"] == f"{100 * sum(s >= SUCCESS_THRESHOLD for s in scores) / len(scores):.0f} %"
+    assert all(float(row["Mean score"]) >= 0.6 for row in board if row["Policy"] == "Champion")
 
     chart = last["bench_chart"]
     assert isinstance(chart, go.Figure) and {trace.name for trace in chart.data} == {"train", "holdout"}
@@ -48,6 +71,9 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate()
     assert all(path.is_relative_to(session.workdir()) for path in files.values())
     records = [json.loads(line) for line in files["results.jsonl"].read_text(encoding="utf-8").splitlines()]
     assert len(records) == 6 and {r["policy"] for r in records} == {"heuristic", "random"}
+    assert sorted((r["policy"], r["split"], r["scenario"], r["seed"]) for r in records) == sorted(
+        (policy, split, scenario, seed) for policy in ("heuristic", "random")
+        for split, cases in played.items() for scenario, seed in cases)
     with files["leaderboard.csv"].open(newline="", encoding="utf-8") as handle:
         assert {row["policy"] for row in csv.DictReader(handle)} == {"heuristic", "random"}
     for outputs in updates:

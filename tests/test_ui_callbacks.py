@@ -16,9 +16,11 @@ from ui_fixtures import assert_no_reprs, fingerprint, named, queue_form, queue_r
 
 import aaos
 from aaos.core.trajectory import TRAJECTORY_VERSION
-from aaos.ui import callbacks, charts, formatting
+from aaos.ui import callbacks, charts, formatting, forms
 from aaos.ui.layout import build_blocks
 from aaos.ui.session import SessionClosed
+
+QUERY = '{"action_type": "query_metrics", "payload": {"metric": "latency"}}'
 
 
 def message_of(outputs: dict[str, Any]) -> str:
@@ -96,7 +98,10 @@ INVALID = [
      "task_id 'task_nope' is not one of the current choices"),
     ('{"action_type": "delegate_task", "payload": {"task_id": "task_frontend", "to": "ceo"}}', "payload.to"),
     ('{"action_type": "resolve_incident", "payload": {"incident_id": "incident_x"}}', "not possible for engineer"),
-    ('{"action_type": "query_metrics", "payload": {}, "extra": 1}', "unexpected keys"),
+    ('{"action_type": "query_metrics", "payload": {"metric": "latency"}, "extra": 1}', "unexpected keys"),
+    ('{"action_type": "query_metrics", "payload": {}}', "payload.metric: Field required"),
+    ('{"action_type": "query_metrics", "payload": {"metric": "data_quality"}}',
+     "metric 'data_quality' is not one of the current choices"),
 ]
 
 
@@ -111,6 +116,18 @@ def test_invalid_raw_json_shows_a_readable_message_and_changes_nothing(text: str
     assert "Traceback" not in out["message"]
 
 
+@pytest.mark.parametrize("text", ["", "[1, 2]"])
+def test_the_example_an_error_suggests_is_an_action_every_role_can_queue(text: str) -> None:
+    message = forms.parse_raw(text)
+    assert isinstance(message, str)
+    example = message[message.index("{"):message.rindex("}") + 1]
+    session = reset()["session"]
+    for role in aaos.spec("org").roles:
+        out = queue_raw(session, role, example)
+        assert "aaos-message-ok" in out["message"], (role, out["message"])
+        assert session.queue[role] == json.loads(example)
+
+
 def test_invalid_form_values_are_refused() -> None:
     session = reset()["session"]
     before = fingerprint(session)
@@ -123,25 +140,25 @@ def test_invalid_form_values_are_refused() -> None:
 
 def test_raw_json_is_queued_like_the_form() -> None:
     session = reset()["session"]
-    out = queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    out = queue_raw(session, "engineer", QUERY)
     assert "Queued for Engineer: query_metrics" in out["message"]
-    assert session.queue == {"engineer": {"action_type": "query_metrics", "payload": {}}}
+    assert session.queue == {"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}}}
 
 
 def test_clear_queue() -> None:
     session = reset()["session"]
-    queue_raw(session, "engineer", '{"action_type": "query_metrics"}')
+    queue_raw(session, "engineer", QUERY)
     out = named(callbacks.clear_queue(None, session), ("session", "queue", "cards", "message"))
     assert session.queue == {} and out["queue"].empty and "Queued:" not in out["cards"]
 
 
 def test_roles_without_an_action_follow_the_champion_when_asked() -> None:
     session = reset()["session"]
-    queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    queue_raw(session, "engineer", QUERY)
     champion = aaos.policies.make("heuristic").act(session.observation)
     step(session, others="champion")
     sent = session.records[-1]["joint_action"]
-    assert sent["engineer"] == {"action_type": "query_metrics", "payload": {}}
+    assert sent["engineer"] == {"action_type": "query_metrics", "payload": {"metric": "latency"}}
     assert {role: action for role, action in sent.items() if role != "engineer"} == {
         role: action for role, action in champion.items() if role != "engineer"}
 
@@ -161,7 +178,7 @@ def test_stepping_a_finished_episode_is_refused() -> None:
     before = fingerprint(session)
     out = step(session)
     assert "The episode is over" in out["message"] and fingerprint(session) == before
-    out = queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    out = queue_raw(session, "engineer", QUERY)
     assert "The episode is over" in out["message"] and session.queue == {}
 
 
@@ -227,7 +244,7 @@ def test_export_writes_the_trajectory_and_the_action_log() -> None:
     session = reset(task="org_simulation")["session"]
     out = named(callbacks.export(None, session), ("session", "files", "message"))
     assert out["files"] is None and "Nothing to export yet" in out["message"]
-    queue_raw(session, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    queue_raw(session, "engineer", QUERY)
     step(session)
     step(session, others="champion")
     out = named(callbacks.export(None, session), ("session", "files", "message"))
@@ -236,17 +253,17 @@ def test_export_writes_the_trajectory_and_the_action_log() -> None:
     records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
     assert [r["step"] for r in records] == [1, 2]
     assert all(r["version"] == TRAJECTORY_VERSION and r["task"] == "org_simulation" for r in records)
-    assert records[0]["joint_action"] == {"engineer": {"action_type": "query_metrics", "payload": {}}}
+    assert records[0]["joint_action"] == {"engineer": json.loads(QUERY)}
     with open(actions, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(session.env.state()["log"]) == 2 * len(aaos.spec("org").roles)
     assert rows[1]["role"] == "engineer" and rows[1]["action_type"] == "query_metrics"
-    assert json.loads(rows[1]["payload"]) == {}
+    assert json.loads(rows[1]["payload"]) == {"metric": "latency"}
 
 
 def test_two_sessions_keep_separate_simulations() -> None:
     first, second = reset()["session"], reset()["session"]
-    queue_raw(first, "engineer", '{"action_type": "query_metrics", "payload": {}}')
+    queue_raw(first, "engineer", QUERY)
     step(first)
     step(first)
     assert first.step_count == 2 and second.step_count == 0 and second.queue == {}

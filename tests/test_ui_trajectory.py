@@ -41,7 +41,7 @@ def test_a_record_has_exactly_the_documented_fields_as_plain_json() -> None:
         "org", "crisis_management", "product_launch_failure", 1)
     assert [r["step"] for r in records] == list(range(1, len(records) + 1))
     assert last["done"] and not any(r["done"] for r in records[:-1])
-    assert set(first["reward_breakdown"]) == {"components", "penalty", "raw", "immediate", "delayed", "released"}
+    assert set(first["reward_breakdown"]) == {"components", "penalty", "increment", "immediate", "delayed", "released"}
     assert set(first["action_results"]) == set(aaos.spec("org").roles)
     assert json.loads(json.dumps(records)) == records
     assert any(r["scenario_events"] for r in records)

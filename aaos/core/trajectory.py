@@ -14,8 +14,9 @@ Fields of a record (every value is plain JSON):
     step              the step number once this step was applied: 1 for the first step of an episode.
     joint_action      what was sent: role -> {"action_type", "payload"}; roles left out did the no-op.
     action_results    role -> what became of its action (status applied / no_effect / rejected, reason, message).
-    reward            the reward delivered this step (immediate share plus any released delayed share).
-    reward_breakdown  components (name -> value in [0, 1], or null while nothing is graded), penalty, raw,
+    reward            the reward delivered this step (immediate share of the score's increment plus any released
+                      held share; negative when the score fell).
+    reward_breakdown  components (name -> value in [0, 1], or null while nothing is graded), penalty, increment,
                       immediate, delayed, released.
     score             the graded composite after this step (the episode score on the last step).
     done              whether the episode ended with this step.

@@ -82,13 +82,13 @@ def to_json(action_type: str, payload: Action) -> str:
 def parse_raw(text: str | None) -> Action | str:
     """The action in the raw-JSON editor, or a message saying what is wrong with the text."""
     if not text or not text.strip():
-        return 'Raw JSON is empty: write an action like {"action_type": "query_metrics", "payload": {}}.'
+        return 'Raw JSON is empty: write an action like {"action_type": "no_op", "payload": {}}.'
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
         return f"Raw JSON is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
     if not isinstance(value, dict):
-        return 'Raw JSON must be an object like {"action_type": "query_metrics", "payload": {}}.'
+        return 'Raw JSON must be an object like {"action_type": "no_op", "payload": {}}.'
     return value
 
 

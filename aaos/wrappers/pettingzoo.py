@@ -43,7 +43,7 @@ MAX_VIEW_CHARS = 1 << 16
 TEXT: dict[str, str] = {
     "plan": "Plan: deliver critical work first, hand each task to its required role, flag risks early.",
     "description": "Flagged by the acting role from its own view.",
-    "policy": "Adopt the announced policy change.",
+    "note": "Adopt the announced policy change.",
 }
 """The text a free-text payload field gets (by field name)."""
 NO_OP: dict[str, Any] = {"action_type": "no_op", "payload": {}}
