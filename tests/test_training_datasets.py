@@ -15,6 +15,7 @@ from aaos.agents.heuristic import OrgChampion
 from aaos.agents.llm import InvalidAnswer, LLMConfig, LLMPolicy
 from aaos.agents.prompts import role_messages
 from aaos.cli import main as cli
+from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.trajectory import EpisodeMeta, state_hash
 from aaos.training import DEFAULT_HORIZON, INVALID_REWARD, SnapshotError, grpo_rows, restore, reward_fn, sft_rows
 from aaos.training.decisions import answer_text, parse_answer
@@ -81,16 +82,29 @@ def test_grpo_prompts_are_exactly_the_prompts_the_llm_agent_sent(llm) -> None:
     assert sorted(dumps(r["prompt"]) for r in rows) == sorted(dumps(r["messages"]) for r in requests)
 
 
-def test_sft_keeps_finished_episodes_above_the_score_and_only_applied_actions(champion) -> None:
-    weak = play(EpisodeMeta("org", "crisis_management", "product_launch_failure", 4), aaos.policies.make("noop"))
-    assert weak[-1]["score"] < 0.7 <= champion[-1]["score"]
-    rows = list(sft_rows([weak, champion[:-1], champion]))
-    assert rows and all(row["score"] == champion[-1]["score"] and row["seed"] == 4 for row in rows)
-    applied = [(r["step"] - 1, role) for r in champion for role, result in r["action_results"].items()
+class WastefulChampion(OrgChampion):
+    """The champion, but oversight audits the engineer (who has nothing to audit) instead of every other no-op:
+    legal actions that change nothing, which no SFT row may teach."""
+
+    def act_role(self, role: str, view: dict[str, Any]) -> dict[str, Any]:
+        chosen = super().act_role(role, view)
+        if role == "oversight" and chosen["action_type"] == "no_op" and view["step"] % 2:
+            return {"action_type": "audit_agent", "payload": {"target_agent": "engineer"}}
+        return chosen
+
+
+def test_sft_keeps_finished_episodes_above_the_score_and_only_applied_actions() -> None:
+    meta = EpisodeMeta("org", "crisis_management", "product_launch_failure", 4)
+    weak = play(meta, aaos.policies.make("noop"))
+    good = play(meta, WastefulChampion())
+    assert weak[-1]["score"] < 0.7 <= good[-1]["score"]
+    rows = list(sft_rows([weak, good[:-1], good]))
+    assert rows and all(row["score"] == good[-1]["score"] and row["seed"] == 4 for row in rows)
+    applied = [(r["step"] - 1, role) for r in good for role, result in r["action_results"].items()
                if result["status"] == "applied"]
-    assert len(applied) < len(champion) * len(SPEC.roles)  # some actions were wasted
+    assert len(applied) < len(good) * len(SPEC.roles)  # some actions were wasted
     assert [(row["step"], row["role"]) for row in rows] == applied  # the champion keeps to the legal choices
-    assert list(sft_rows([champion], min_score=champion[-1]["score"] + 1e-9)) == []
+    assert list(sft_rows([good], min_score=good[-1]["score"] + 1e-9)) == []
 
 
 def test_sft_leaves_out_applied_actions_the_llm_agent_may_not_give() -> None:
@@ -122,7 +136,9 @@ def test_an_sft_answer_is_the_recorded_action_and_passes_the_agents_validation(c
         record = champion[row["step"]]
         actions = parse_answer(SPEC, row["role"], row["messages"][-1]["content"], record["observation"])
         sent = record["joint_action"][row["role"]]
-        assert actions == {row["role"]: {"action_type": sent["action_type"], "payload": sent["payload"]}}
+        parsed = parse_action(SPEC, row["role"], sent)  # the payload as the env read it, defaults filled in
+        assert isinstance(parsed, ParsedAction)
+        assert actions == {row["role"]: {"action_type": sent["action_type"], "payload": dict(parsed.payload.__dict__)}}
 
 
 def test_a_joint_answer_names_every_role_and_a_left_out_role_did_the_no_op() -> None:
@@ -179,7 +195,7 @@ def rows_at(episode: list[dict[str, Any]], step: int, horizon: int) -> Iterator[
     return (r for r in grpo_rows([episode], horizon=horizon) if r["step"] == step)
 
 
-@pytest.mark.parametrize("horizon", [1, 4])
+@pytest.mark.parametrize("horizon", [1, 4, DEFAULT_HORIZON])
 def test_reward_fn_equals_stepping_by_hand(champion, horizon: int) -> None:
     for row in rows_at(champion, 3, horizon):
         snapshot = json.loads(row["snapshot"])

@@ -43,7 +43,9 @@ def test_there_is_one_tool_per_action_type_typed_from_its_payload() -> None:
     assert get_args(delegate.parameters["to"].annotation) == SPEC.roles
     flag = inspect.signature(found["raise_risk_flag"]).parameters
     assert flag["risk_id"].default is inspect.Parameter.empty and flag["description"].default == ""
-    assert inspect.signature(found["query_metrics"]).parameters == {}
+    query = inspect.signature(found["query_metrics"]).parameters
+    assert list(query) == ["metric"] and query["metric"].default is inspect.Parameter.empty
+    assert set(get_args(query["metric"].annotation)) == {"latency", "error_rate", "uptime", "data_quality"}
 
 
 def test_transformers_builds_a_tool_schema_from_every_method() -> None:
@@ -74,13 +76,13 @@ def test_reset_needs_a_per_role_row(rows) -> None:
     with pytest.raises(ValueError, match="grpo-data --mode per_role"):
         OrgEnvironment().reset(**{**rows[0], "role": None})
     with pytest.raises(RuntimeError, match="reset"):
-        OrgEnvironment().query_metrics()
+        OrgEnvironment().query_metrics(metric="latency")
 
 
 def test_a_valid_call_is_one_step_and_returns_the_next_view(rows) -> None:
     environment = OrgEnvironment()
     environment.reset(**row_for(rows, 4, "engineer"))
-    said = environment.query_metrics()
+    said = environment.query_metrics(metric="latency")
     assert environment.rollout.steps == 1
     first, view = said.split("\n\n", 1)
     assert first.startswith("query_metrics: applied (")
@@ -101,17 +103,17 @@ def test_an_invalid_call_is_not_played_and_says_why(rows) -> None:
 
 def test_the_rollout_ends_at_the_horizon_and_is_scored_like_reward_fn(rows) -> None:
     row = row_for(rows, 10, "operations")
-    action = {"action_type": "query_metrics", "payload": {}}
+    action = {"action_type": "query_metrics", "payload": {"metric": "uptime"}}
     environment = OrgEnvironment()
     environment.reset(**row)
-    environment.query_metrics()
+    environment.query_metrics(metric="uptime")
     expected = reward_fn([json.dumps(action)], snapshot=[row["snapshot"]], role=["operations"], horizon=[3])
     assert environment.get_reward() == expected[0]
 
     environment.reset(**row)
     for _ in range(2):
-        assert "\n\nYour view as operations:" in environment.query_metrics()
-    assert environment.query_metrics().endswith("The rollout is over.")
-    assert environment.query_metrics() == "The rollout is over: no more actions are taken."
+        assert "\n\nYour view as operations:" in environment.query_metrics(metric="uptime")
+    assert environment.query_metrics(metric="uptime").endswith("The rollout is over.")
+    assert environment.query_metrics(metric="uptime") == "The rollout is over: no more actions are taken."
     assert environment.rollout.steps == 3
     assert -1.0 < environment.get_reward() <= 1.0

@@ -13,7 +13,12 @@ A row is one decision the LLM agent would face at one step of a recorded episode
 `reward_fn(completions, **kw)` is a TRL reward function over such rows: for each completion it restores the
 snapshot, decodes and checks the answer as the LLM agent does, steps the environment with it (the champion
 acting for the other roles), lets the champion play on to the horizon and returns the score then, in [0, 1];
-a completion without a valid action gets INVALID_REWARD.
+a completion without a valid action gets INVALID_REWARD. The score at the horizon is the group's common score
+at the snapshot plus the return of the steps up to the horizon, so a completion is scored by its effect on
+return. The horizon (DEFAULT_HORIZON, 15 steps, aaos.training.rollout) is long enough for an action's effect
+to show: at that depth detecting a hidden risk, flagging a detected one and requesting a resource a blocked
+task needs each score at least as well as no_op on average (tests/test_reward_signal.py), which a horizon of 1
+did not give: a flag scored less than doing nothing there, a needed request no more.
 """
 
 from __future__ import annotations

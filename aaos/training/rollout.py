@@ -3,7 +3,15 @@
 The learner acts for one role (or, joint, for every role); the heuristic champion acts for the others, and
 plays every role once the learner stops, until `horizon` steps after the snapshot or the episode's end. The
 reward is the graded composite (the environment's `score`, in [0, 1]) at that point, so every completion of
-a GRPO group is scored at the same depth from the same state.
+a GRPO group is scored at the same depth from the same state. The environment pays reward as increments of
+the score (aaos.core.reward), so the score at the horizon is the score at the snapshot (the same for every
+completion of a group) plus the return of the steps up to the horizon: ranking completions by it ranks them
+by their return-to-go, with the champion playing on.
+
+The horizon must be long enough for an action to show its worth: detecting a risk costs the role a step of
+work before the flag and the fix pay, a flag opens a remediation task that counts against business success
+until it is worked on, and a resource request is graded only once answered. DEFAULT_HORIZON is chosen by
+measurement (docs/training.md, tests/test_reward_signal.py).
 """
 
 from __future__ import annotations
@@ -17,9 +25,14 @@ from aaos.core.env import Observation, StepResult
 from aaos.core.spec import EnvSpec
 from aaos.training.snapshot import restore
 
-DEFAULT_HORIZON = 1
-"""Steps after the snapshot at which a completion is scored: 1 reads the score right after the decision, the
-sharpest signal (longer horizons let the champion repair a poor action; docs/training.md has the measurement)."""
+DEFAULT_HORIZON = 15
+"""Steps after the snapshot at which a completion is scored, chosen by measurement (docs/training.md). Over
+states of champion episodes (full_episode and crisis_management, every scenario), the mean effect against
+no_op at 15 steps is +0.023 for detecting a hidden risk, +0.012 for flagging a detected one and +0.024 for
+requesting what a blocked task needs; at 1 step a flag loses 0.083 and a request gains nothing
+(tests/test_reward_signal.py pins the signs). And the order of two answers (the champion's and a random legal
+one) at 15 steps is their order at the episode's end in 98.7 % of pairs (77.7 % at 1 step, 90.9 % at 5,
+96.7 % at 10), at ~70 % of the cost of playing to the end."""
 INVALID_REWARD = -1.0
 """The reward of a completion that gives no valid action: below every score a valid answer can reach."""
 
