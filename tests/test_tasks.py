@@ -1,10 +1,8 @@
-"""Each task's done rule, and every action's observable effect or clear rejection."""
+"""Each task's length, and every action's observable effect or clear rejection."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,20 +10,7 @@ from helpers import MAX_STEPS, TASKS, act, play, scenario_ids
 
 import aaos
 
-# --- done rules -------------------------------------------------------------------------------------
-
-
-def all_work_started(state: dict[str, Any]) -> bool:
-    return all(w["status"] in ("in_progress", "completed") for w in state["work"])
-
-
-def crisis_over(state: dict[str, Any]) -> bool:
-    crisis = next(e for e in state["events"] if e["id"] == state["scenario"]["crisis_event"])
-    return (
-        crisis["fired_step"] is not None
-        and all(r["status"] == "mitigated" for r in state["risks"] if r["status"] != "hidden")
-        and not any(i["resolved_step"] is None for i in state["incidents"])
-    )
+# --- episode length -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -44,11 +29,16 @@ def test_max_steps_match_the_task_list(task: str) -> None:
     assert aaos.make(task).state()["max_steps"] == MAX_STEPS[task]
 
 
+@pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("scenario", scenario_ids())
-def test_full_episode_runs_exactly_max_steps_even_for_the_champion(scenario: str) -> None:
-    episode = play("full_episode", scenario, 1, "heuristic")
-    assert episode.steps == MAX_STEPS["full_episode"]
+def test_every_task_runs_exactly_max_steps_even_for_the_champion(task: str, scenario: str) -> None:
+    """An episode's length is never the agents' to choose: finishing the work early does not end it, and
+    keeping something open does not keep it alive."""
+    episode = play(task, scenario, 1, "heuristic")
+    assert episode.steps == MAX_STEPS[task]
     assert not any(episode.dones[:-1]) and episode.dones[-1]
+    assert all(w["status"] in ("in_progress", "completed") for w in episode.final_state["work"]
+               if w["status"] != "upcoming" and w["arrives"] < MAX_STEPS[task] - 1), "the champion delegates all"
 
 
 def test_step_after_done_raises_and_reset_recovers() -> None:
@@ -65,118 +55,6 @@ def test_step_after_done_raises_and_reset_recovers() -> None:
     obs = env.reset()
     assert obs["step_count"] == 0 and not obs["done"]
     assert env.step({}).info["step"] == 1
-
-
-@pytest.mark.parametrize("scenario", scenario_ids())
-def test_org_simulation_done_exactly_when_all_work_started(scenario: str) -> None:
-    env = aaos.make("org_simulation", scenario=scenario, seed=0)
-    agent = aaos.policies.make("heuristic")
-    obs = env.reset()
-    while True:
-        result = env.step(agent.act(obs))
-        obs = result.observation
-        state = env.state()
-        assert result.done == (all_work_started(state) or state["step"] >= state["max_steps"])
-        if result.done:
-            break
-    assert state["step"] < state["max_steps"]
-    late = [t for t in state["scenario"]["tasks"] if t["arrives"] > 0]
-    assert late, "every shipped scenario has late arrivals"
-    assert state["step"] > max(t["arrives"] for t in late)
-
-
-def test_org_simulation_waits_for_late_arrivals_and_remediation_tasks() -> None:
-    """Delegate scenario work as it arrives but hold back remediation tasks: done only once those start too."""
-    env = aaos.make("org_simulation", scenario="product_launch_failure", seed=0)
-    env.reset()
-    waited_for_arrival = waited_for_remediation = False
-    while True:
-        state = env.state()
-        pending = sorted(w["id"] for w in state["work"] if w["status"] == "pending")
-        scenario_pending = [i for i in pending if not i.startswith("task_fix_")]
-        fixes_pending = [i for i in pending if i.startswith("task_fix_")]
-        scenario_unstarted = [w for w in state["work"]
-                              if not w["id"].startswith("task_fix_") and w["status"] in ("upcoming", "pending")]
-        to_delegate = scenario_pending if scenario_unstarted else fixes_pending
-        required = {w["id"]: w["required_role"] for w in state["work"]}
-        joint: dict[str, Any] = {"operations": act("query_metrics", metric="error_rate")}
-        for role, item in zip(("product_manager", "engineer"), to_delegate, strict=False):
-            joint[role] = act("delegate_task", task_id=item, to=required[item])
-        detected = [r["id"] for r in state["risks"] if r["status"] == "detected"]
-        if detected:
-            joint["risk_compliance"] = act("raise_risk_flag", risk_id=detected[0], description="found by ops")
-        result = env.step(joint)
-        after = env.state()
-        statuses = {w["id"]: w["status"] for w in after["work"]}
-        if not result.done:
-            if "upcoming" in statuses.values() and "pending" not in statuses.values():
-                waited_for_arrival = True
-            fixes = [s for i, s in statuses.items() if i.startswith("task_fix_")]
-            others = [s for i, s in statuses.items() if not i.startswith("task_fix_")]
-            if "pending" in fixes and all(s in ("in_progress", "completed") for s in others):
-                waited_for_remediation = True
-        assert result.done == all_work_started(after)
-        if result.done:
-            break
-    assert waited_for_arrival, "never saw a step with only not-yet-arrived work left"
-    assert waited_for_remediation, "never saw a step with only remediation work left"
-    assert any(i.startswith("task_fix_") for i in statuses)
-    assert after["step"] < after["max_steps"]
-
-
-@pytest.mark.parametrize("scenario", scenario_ids())
-def test_crisis_management_done_exactly_when_crisis_is_over(scenario: str) -> None:
-    env = aaos.make("crisis_management", scenario=scenario, seed=0)
-    agent = aaos.policies.make("heuristic")
-    obs = env.reset()
-    while True:
-        result = env.step(agent.act(obs))
-        obs = result.observation
-        state = env.state()
-        assert result.done == (crisis_over(state) or state["step"] >= state["max_steps"])
-        if result.done:
-            break
-    assert crisis_over(state), "the champion should finish the crisis before max_steps"
-    assert state["step"] < state["max_steps"]
-
-
-def test_crisis_management_not_done_before_the_crisis(scenario_file: Callable[..., Path],
-                                                      custom_scenario_data: dict[str, Any]) -> None:
-    """Nothing known and nothing open is not enough: the crisis event must have happened."""
-    env = aaos.make("crisis_management", scenario=str(scenario_file(custom_scenario_data)), seed=0)
-    env.reset()
-    for step in (1, 2):
-        result = env.step({})
-        assert result.info["step"] == step and not result.done
-    result = env.step({})  # the crisis incident opens at step 3
-    assert [e["id"] for e in result.info["scenario_events"]] == ["evt_sync_stall"]
-    assert not result.done
-    incident = result.observation["active_incidents"][0]["id"]
-    result = env.step({"engineer": act("resolve_incident", incident_id=incident)})
-    assert result.info["action_results"]["engineer"]["message"] == f"resolved {incident}"
-    assert result.done and result.info["step"] == 4
-
-
-def test_crisis_management_waits_for_detected_risks(scenario_file: Callable[..., Path],
-                                                    custom_scenario_data: dict[str, Any]) -> None:
-    env = aaos.make("crisis_management", scenario=str(scenario_file(custom_scenario_data)), seed=0)
-    env.reset()
-    env.step({})
-    r = env.step({"data_analyst": act("query_metrics", metric="data_quality")})  # step 1: risk_rounding is noticeable
-    assert "risk_rounding" in r.info["action_results"]["data_analyst"]["message"]
-    r = env.step({"engineer": act("resolve_incident", incident_id="incident_sync_stall")})
-    assert r.info["action_results"]["engineer"]["status"] == "rejected"  # step 2: it opens at step 3, not yet
-    assert r.info["action_results"]["engineer"]["reason"] == "unknown_id"
-    r = env.step({"engineer": act("resolve_incident", incident_id="incident_sync_stall")})
-    assert r.info["action_results"]["engineer"]["status"] == "applied"
-    assert r.observation["active_incidents"] == []
-    assert not r.done, "a detected, unmitigated risk keeps the crisis open"
-    r = env.step({"risk_compliance": act("raise_risk_flag", risk_id="risk_rounding", description="rounding")})
-    assert not r.done
-    r = env.step({"product_manager": act("delegate_task", task_id="task_fix_rounding", to="data_analyst")})
-    state = env.state()
-    assert next(x for x in state["risks"] if x["id"] == "risk_rounding")["status"] == "mitigated"
-    assert r.done
 
 
 # --- the 13 actions ---------------------------------------------------------------------------------

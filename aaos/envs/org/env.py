@@ -41,18 +41,9 @@ def org_spec() -> EnvSpec:
 
 
 def is_done(world: World) -> bool:
-    """The task's done rule, or max_steps reached."""
-    if world.step >= world.max_steps:
-        return True
-    if world.task == "org_simulation":
-        return all(w.status in ("in_progress", "completed") for w in world.work)
-    if world.task == "crisis_management":
-        return (
-            world.flags.get("crisis_started", False)
-            and all(r.status == "mitigated" for r in world.risks if r.known)
-            and not any(i.open for i in world.incidents)
-        )
-    return False
+    """Every task runs to its max_steps: an episode's length is never the agents' to choose, so that keeping
+    one alive (or ending it early) can neither buy nor dodge anything."""
+    return world.step >= world.max_steps
 
 
 class OrgEnv(Environment):

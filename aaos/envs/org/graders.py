@@ -5,7 +5,7 @@ weighted mean. The score grades the whole world, known to the agents or not: a r
 noticeable counts from then on, found or not (an undetected one as unmitigated). The observation's
 partial_scores are graded with public=True: over what the organisation knows, so they reveal nothing hidden.
 business_success and risk_management are the outcomes; collaboration, efficiency and adaptability are
-process scores and count only in proportion to the outcome (see grade). Formulas: README ("Reward").
+process scores and count only in proportion to the work delivered (see grade). Formulas: README ("Reward").
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ PROMPT_ANSWER_STEPS = 2
 INCIDENT_GRACE = 2
 RISK_STAGE_CREDIT: dict[str, float] = {"flagged": 0.6, "detected": 0.3}
 """Credit of a risk not yet mitigated and not escalated, by how far the organisation has got with it."""
-OUTCOMES: tuple[str, ...] = ("business_success",)
-PROCESS: tuple[str, ...] = ("collaboration", "efficiency", "adaptability")
+
 
 
 def weighted_mean(parts: list[tuple[float, float | None]]) -> float | None:
@@ -62,7 +61,7 @@ def work_credit(item: WorkItem, step: int, assignment_weight: float) -> float:
 def business_success(world: World, assignment_weight: float) -> float:
     total = credit = 0.0
     for item in world.work:
-        if item.status == "upcoming":
+        if item.status == "upcoming" or item.risk_id is not None:  # remediation is graded as risk management
             continue
         weight = PRIORITY_WEIGHT[item.priority]
         total += weight
@@ -156,20 +155,20 @@ def adaptability(world: World) -> float | None:
     return total / due if due else None
 
 
-def outcome(components: dict[str, float | None]) -> float:
-    """The weighted mean of the outcome components: the share of the process scores an episode earns."""
-    return weighted_mean([(REWARD_WEIGHTS[name], components[name]) for name in OUTCOMES]) or 0.0
+def delivered(world: World) -> float:
+    """The share of the arrived work actually delivered: business_success without its assignment credit."""
+    return business_success(world, assignment_weight=0.0)
 
 
 def grade(world: World, assignment_weight: float, public: bool = False) -> dict[str, float | None]:
-    """All five components by name (None: nothing to grade yet). Each process component is its raw value times
-    the outcome, so that smooth process with nothing delivered earns nothing. public: grade only what the
-    organisation knows (for the observation)."""
+    """All five components by name (None: nothing to grade yet). Each process component (collaboration,
+    efficiency, adaptability) is its raw value times the delivered share, so that smooth process with nothing
+    delivered earns nothing. public: grade only what the organisation knows (for the observation)."""
     components: dict[str, float | None] = {
         "business_success": business_success(world, assignment_weight),
         "risk_management": risk_management(world, public),
     }
-    share = outcome(components)
+    share = delivered(world)
     raw = {"collaboration": collaboration(world), "efficiency": efficiency(world), "adaptability": adaptability(world)}
     for name, value in raw.items():
         components[name] = None if value is None else value * share

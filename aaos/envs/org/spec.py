@@ -161,15 +161,15 @@ class OrgTask:
 TASKS: tuple[OrgTask, ...] = (
     OrgTask(
         TaskSpec("org_simulation", "Organisation simulation", "easy", 20,
-                 "Plan, delegate every work item to the right role and coordinate across roles.",
-                 "every task of the scenario (including ones that arrive later) is in progress or completed"),
+                 "Plan, delegate every work item to the right role as it arrives and coordinate across roles.",
+                 "always runs to max_steps"),
         assignment_weight=0.7,
         hint="Propose a plan, get it accepted, and delegate every task to its required role as it arrives.",
     ),
     OrgTask(
         TaskSpec("crisis_management", "Crisis management", "medium", 30,
-                 "Find the hidden risks, resolve incidents and coordinate the crisis response.",
-                 "the scenario's crisis event has happened, every detected risk is mitigated and no incident is open"),
+                 "Find the hidden risks, resolve incidents and coordinate the response to the scenario's crisis.",
+                 "always runs to max_steps"),
         assignment_weight=0.4,
         hint="Query metrics to find hidden risks, flag and remediate them, and resolve every incident fast.",
     ),
