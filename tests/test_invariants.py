@@ -345,6 +345,7 @@ def test_a_rejected_action_changes_nothing_but_tallies(case: tuple[str, str, Any
     for _ in range(prefix):
         obs = env.step(agent.act(obs)).observation
     twin = env.clone()
+    earlier = len(env.state()["violations"])
 
     result = env.step({role: bad})
     baseline = twin.step({})
@@ -355,11 +356,13 @@ def test_a_rejected_action_changes_nothing_but_tallies(case: tuple[str, str, Any
     after, expected = env.state(), twin.state()
     if label == "forbidden":
         assert record["reason"] == "forbidden"
-        new = after["violations"][len(expected["violations"]):]
-        assert after["violations"][: len(expected["violations"])] == expected["violations"]
-        assert [v["rule"] for v in new][:1] == ["unauthorized_action"]
-        assert {v["role"] for v in new} == {role}
-        assert {v["rule"] for v in new} <= {"unauthorized_action", "repeat_offender"}
+        new, twin_new = after["violations"][earlier:], expected["violations"][earlier:]
+        assert after["violations"][:earlier] == expected["violations"][:earlier]
+        assert [v for v in new if v["role"] != role] == [v for v in twin_new if v["role"] != role]
+        mine = [v["rule"] for v in new if v["role"] == role]
+        assert mine[:1] == ["unauthorized_action"]
+        twin_rules = {v["rule"] for v in twin_new if v["role"] == role}
+        assert set(mine) <= {"unauthorized_action", "repeat_offender"} | twin_rules
         after = {k: v for k, v in after.items() if k != "violations"}
         expected = {k: v for k, v in expected.items() if k != "violations"}
     else:

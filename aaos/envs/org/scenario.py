@@ -330,7 +330,8 @@ def _holdout_variant(scenario: Scenario, r: random.Random) -> Scenario:
     if scenario.risks and r.random() < HOLDOUT_EXTRA_RISK_CHANCE:
         model = r.choice(scenario.risks)
         extra = _reaimed(r, model, r.randint(*HOLDOUT_RISK_SPAN))
-        risks.append(extra.model_copy(update={"id": f"{model.id}_b", "name": f"{model.name}_recurrence"}))
+        risks.append(extra.model_copy(update={"id": f"{model.id}_b", "name": f"{model.name}_recurrence",
+                                              "description": f"Again, elsewhere: {model.description}"}))
     events = [e.model_copy(update={"step": _jitter_int(r, e.step, HOLDOUT_EVENT_SHIFT, 1) if e.step else 0})
               for e in scenario.events]
     resources = {k: _scale(r, scenario.resources[k], HOLDOUT_POOL_SPREAD) for k in RESOURCE_TYPES
