@@ -61,6 +61,7 @@ def play(task: str, scenario: str, seed: int, policy: str = "heuristic", policy_
     obs = env.reset()
     agent = aaos.policies.make(policy, seed=policy_seed)
     agent.reset(policy_seed)
+    agent.bind(env)
     episode = Episode(env, _frozen(obs))
     while True:
         if actions is not None:

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 from fake_openai import Script, serve
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, play
 
-import aaos
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
 
@@ -65,17 +64,8 @@ def check_episode(steps: list[dict[str, str]], end: dict[str, str], threshold: f
 
 def champion_episode(task: str, scenario: str = "product_launch_failure", seed: int = 42) -> tuple[list[float], float]:
     """The champion's rewards and final score on inference.py's default episode, played in process."""
-    env = aaos.make(task, scenario=scenario, seed=seed)
-    policy = aaos.policies.make("heuristic")
-    policy.bind(env)
-    observation = env.reset()
-    rewards = []
-    while True:
-        result = env.step(policy.act(observation))
-        observation = result.observation
-        rewards.append(result.reward)
-        if result.done:
-            return rewards, result.info["score"]
+    episode = play(task, scenario, seed, "heuristic")
+    return episode.rewards, episode.score
 
 
 def test_champion_in_process_prints_exact_lines() -> None:

@@ -7,10 +7,9 @@ import statistics
 from functools import cache
 
 import pytest
+from exploits import play, play_checked
 
 import aaos
-from aaos.agents.heuristic import OrgChampion
-from aaos.agents.llm import validate_answer
 from aaos.bench.stats import bootstrap_ci
 from aaos.core.seeding import split_seeds
 from aaos.core.spec import Split
@@ -35,27 +34,12 @@ def cells() -> list[tuple[str, str, Split]]:
     return found
 
 
-def play(policy_name: str, task: str, scenario: str, seed: int) -> float:
-    """One episode's final score; asserts on the way that its rewards sum to that score."""
-    env = aaos.make(task, scenario=scenario, seed=seed)
-    policy = aaos.policies.make(policy_name, seed=seed)
-    policy.reset(seed)
-    policy.bind(env)
-    observation = env.reset()
-    total = 0.0
-    while True:
-        result = env.step(policy.act(observation))
-        total += result.reward
-        observation = result.observation
-        if result.done:
-            score = result.info["score"]
-            assert total == pytest.approx(score, abs=1e-9), f"{policy_name} {task} {scenario} {seed}: return != score"
-            return score
-
-
 @cache
 def scores(policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
-    return tuple(play(policy_name, task, scenario, seed) for seed in split_seeds(split, SEEDS_PER_SPLIT))
+    episodes = [play(policy_name, task, scenario, seed) for seed in split_seeds(split, SEEDS_PER_SPLIT)]
+    for seed, episode in zip(split_seeds(split, SEEDS_PER_SPLIT), episodes, strict=True):
+        assert episode.reward_sum == pytest.approx(episode.score, abs=1e-9), f"{policy_name} {task} {scenario} {seed}"
+    return tuple(episode.score for episode in episodes)
 
 
 def interval(values: tuple[float, ...]) -> tuple[float, float]:
@@ -96,32 +80,12 @@ def test_the_oracle_refuses_to_act_unbound() -> None:
 
 @pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
 def test_the_champion_acts_only_within_the_legal_payload_choices(scenario: str) -> None:
-    """What an LLM agent may answer (and what SFT rows keep): every champion action is one of the role's legal
-    actions with payload values among the offered choices."""
-    env = aaos.make(HARD_TASK, scenario=scenario, seed=0)
-    champion = OrgChampion()
-    observation = env.reset()
-    while True:
-        joint = champion.act(observation)
-        for role, chosen in joint.items():
-            validate_answer(env.spec, role, chosen, observation["agent_observations"][role]["legal_actions"])
-        result = env.step(joint)
-        observation = result.observation
-        if result.done:
-            return
+    play_checked("heuristic", HARD_TASK, scenario, 0)
 
 
 @pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
 def test_the_champion_files_no_duplicate_or_false_report(scenario: str) -> None:
     for task in TASKS:
         for seed in (0, 1, 10_000):
-            env = aaos.make(task, scenario=scenario, seed=seed)
-            champion = OrgChampion()
-            observation = env.reset()
-            while True:
-                result = env.step(champion.act(observation))
-                observation = result.observation
-                if result.done:
-                    break
-            counters = env.state()["counters"]
-            assert (counters["false_reports"], counters["false_flags"]) == (0, 0), (task, seed)
+            episode = play("heuristic", task, scenario, seed)
+            assert (episode.false_reports, episode.false_flags) == (0, 0), (task, seed)

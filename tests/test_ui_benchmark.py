@@ -13,6 +13,7 @@ import gradio as gr
 import plotly.graph_objects as go
 import pytest
 from fake_openai import Script, serve
+from helpers import play
 from ui_fixtures import BENCH_OUTPUTS, assert_no_reprs, html_table, named, reset, run_benchmark, wait_until
 
 import aaos
@@ -28,16 +29,7 @@ def files_of(outputs: dict[str, Any]) -> dict[str, Path]:
 
 def replayed_score(policy_name: str, scenario: str, seed: int) -> float:
     """The score of one org_simulation episode played in process, as the benchmark plays it."""
-    env = aaos.make("org_simulation", scenario=scenario, seed=seed)
-    policy = aaos.policies.make(policy_name, seed=seed)
-    policy.reset(seed)
-    observation = env.reset()
-    policy.bind(env)
-    while True:
-        result = env.step(policy.act(observation))
-        observation = result.observation
-        if result.done:
-            return float(result.info["score"])
+    return float(play("org_simulation", scenario, seed, policy_name, policy_seed=seed).score)
 
 
 def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate() -> None:
