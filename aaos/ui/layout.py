@@ -6,16 +6,15 @@ carry stable elem_ids (aaos-*) for the CSS in assets/ and for the browser tests.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import gradio as gr
 
 import aaos
 from aaos.core.trajectory import EpisodeMeta
+from aaos.data import data_dir
 from aaos.ui import agents, benchmark, callbacks, formatting
 from aaos.ui.session import default_meta
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+ASSETS = data_dir("assets")
 CSS = ASSETS / "aaos.css"
 LOGO = ASSETS / "logo.svg"
 CONCURRENCY = 16

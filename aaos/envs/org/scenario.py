@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from aaos.core.seeding import HOLDOUT_SEED_START, holdout_salt, rng
 from aaos.core.spec import ScenarioInfo, Split
+from aaos.data import data_dir
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
     METRIC_NAMES,
@@ -26,7 +27,7 @@ from aaos.envs.org.spec import (
     Severity,
 )
 
-SCENARIO_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "org"
+SCENARIO_DIR = data_dir("scenarios") / "org"
 
 EventKind = Literal["incident", "policy_change", "resource_shock", "anomaly"]
 WorkerRole = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations"]
