@@ -1,7 +1,7 @@
 """The HTTP session store: one environment per session, capped in number and expired when idle.
 
 Time comes from an injected monotonic clock, so tests can advance it without sleeping. The store's map
-is guarded by one lock; each session has its own lock, held while its environment is reset or stepped.
+is guarded by one lock; each session's environment (AAOSEnvironment) locks its own reset and step.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aaos.server.environment import AAOSEnvironment
 
@@ -68,12 +68,11 @@ class AtCapacity(RuntimeError):
 
 @dataclass(slots=True)
 class Session:
-    """One client's environment. Hold `lock` while resetting or stepping `env`."""
+    """One client's environment (which serialises its own reset and step)."""
 
     id: str
     env: AAOSEnvironment
     last_used: float
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SessionStore:

@@ -10,8 +10,6 @@ from typing import Any
 
 from aaos.envs.org.scenario import EventDef, IncidentDef, RiskDef, Scenario
 
-METRIC_NAMES: tuple[str, ...] = ("latency", "error_rate", "uptime", "data_quality")
-
 
 @dataclass(slots=True)
 class WorkItem:
