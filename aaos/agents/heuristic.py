@@ -10,11 +10,12 @@ from typing import Any
 
 from aaos.agents.base import Action, Policy, action
 from aaos.envs.org.oversight import RISK_CHECK_WINDOW
-from aaos.envs.org.spec import PRIORITY_WEIGHT, ROLES, SEVERITIES, VISIBLE_METRICS
+from aaos.envs.org.spec import ACTIONS, PRIORITY_WEIGHT, SEVERITIES, VISIBLE_METRICS
 
 PLAN_TEXT = "Sprint plan: deliver critical work first, hand each task to its required role, flag risks early."
 REPLAN_TEXT = "Re-plan after the cut to {resource}: keep critical work funded, defer low-priority work."
-REPORTERS: tuple[str, ...] = tuple(r for r in ROLES if r in ("engineer", "data_analyst", "operations"))
+REPORTERS: tuple[str, ...] = next(a.roles for a in ACTIONS if a.name == "report_anomaly")
+"""The roles that may report anomalies, in role order (the first that sees a signal's metric reports it)."""
 
 
 def _waiting_events(view: dict[str, Any], kind: str) -> list[dict[str, Any]]:

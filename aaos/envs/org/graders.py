@@ -27,7 +27,6 @@ RISK_STAGE_CREDIT: dict[str, float] = {"flagged": 0.6, "detected": 0.3}
 """Credit of a risk not yet mitigated and not escalated, by how far the organisation has got with it."""
 
 
-
 def weighted_mean(parts: list[tuple[float, float | None]]) -> float | None:
     """Mean of the parts that apply, by weight; None if none applies."""
     total = weight_sum = 0.0
