@@ -12,6 +12,7 @@ from pathlib import Path
 import aaos
 from aaos.bench import cli as bench_cli
 from aaos.envs.org.scenario import SCENARIO_DIR, ScenarioError, load_scenario_file
+from aaos.server.address import add_address_arguments
 from aaos.training import cli as training_cli
 
 
@@ -122,8 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_run)
 
     p = sub.add_parser("serve", help="run the HTTP/WebSocket/MCP API server (OpenEnv-compatible), without the UI")
-    p.add_argument("--host", default="0.0.0.0")
-    p.add_argument("--port", type=int, default=8000)
+    add_address_arguments(p)
     p.set_defaults(func=_serve)
 
     bench_cli.add_parser(sub)

@@ -336,3 +336,14 @@ def test_capacity_is_a_503_and_idle_sessions_expire() -> None:
         assert http.get("/state", params={"session_id": third}).status_code == 404
         open_session(http)
         open_session(http)
+
+
+def test_aaos_serve_and_the_server_script_listen_where_host_and_port_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aaos.cli import build_parser
+
+    monkeypatch.setenv("HOST", "127.0.0.9")
+    monkeypatch.setenv("PORT", "8123")
+    args = build_parser().parse_args(["serve"])
+    assert (args.host, args.port) == ("127.0.0.9", 8123)
+    args = build_parser().parse_args(["serve", "--port", "9000"])
+    assert (args.host, args.port) == ("127.0.0.9", 9000)

@@ -5,6 +5,7 @@ environment.py  the openenv-core Environment adapter
 sessions.py     the HTTP session store
 mcp.py          the MCP tools of a session
 app.py          create_app() and the `server` entry point
+address.py      --host/--port (HOST/PORT) for `server` and `aaos serve`
 client.py       AAOSEnv, the typed OpenEnv client (async, and .sync())
 background.py   BackgroundServer: uvicorn in a thread on a free loopback port (tests, benchmarks)
 """

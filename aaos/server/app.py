@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Container, Sequence
 from typing import Annotated, Any
@@ -32,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 import aaos
+from aaos.server.address import DEFAULT_HOST, DEFAULT_PORT, add_address_arguments
 from aaos.server.environment import AAOSEnvironment, InvalidAction
 from aaos.server.models import (
     MAX_MESSAGES,
@@ -51,8 +51,6 @@ from aaos.server.models import (
 from aaos.server.sessions import AtCapacity, Clock, SessionConfig, SessionStore, UnknownSession
 
 MAX_BODY_BYTES = 64 * 1024
-DEFAULT_HOST = "0.0.0.0"
-DEFAULT_PORT = 8000
 
 log = logging.getLogger("aaos.server")
 
@@ -249,10 +247,9 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The `server` entry point: --host/--port, defaulting to HOST/PORT from the environment, else 0.0.0.0:8000."""
+    """The `server` entry point."""
     parser = argparse.ArgumentParser(prog="server", description="Run the AAOS API server (OpenEnv-compatible).")
-    parser.add_argument("--host", default=os.environ.get("HOST", DEFAULT_HOST))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", DEFAULT_PORT)))
+    add_address_arguments(parser)
     args = parser.parse_args(argv)
     serve(args.host, args.port)
 

@@ -1,0 +1,16 @@
+"""Where the API server listens: one rule for the `server` script and `aaos serve` (kept free of the server's
+dependencies, so that the `aaos` command builds its parser without loading them)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = 8000
+
+
+def add_address_arguments(parser: argparse.ArgumentParser) -> None:
+    """--host/--port, defaulting to HOST/PORT from the environment, else 0.0.0.0:8000."""
+    parser.add_argument("--host", default=os.environ.get("HOST", DEFAULT_HOST))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", DEFAULT_PORT)))
