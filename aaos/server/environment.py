@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from openenv.core.env_server.interfaces import Environment as OpenEnvEnvironment
 from openenv.core.env_server.types import EnvironmentMetadata
-from pydantic import ValidationError
 
 import aaos
 from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.server.mcp import build_mcp_server
 from aaos.server.models import (
     DEFAULT_ENV,
     AAOSAction,
     AAOSObservation,
     AAOSState,
     EpisodeParams,
-    error_messages,
+    episode_params,
 )
 
 if TYPE_CHECKING:
@@ -107,17 +107,7 @@ class AAOSEnvironment(OpenEnvEnvironment[AAOSAction, AAOSObservation, AAOSState]
     @cached_property
     def mcp_server(self) -> FastMCP:
         """The MCP tools of this environment, built on first use (OpenEnv's /mcp routes look for it)."""
-        from aaos.server.mcp import build_mcp_server
-
         return build_mcp_server(self)
-
-
-def episode_params(**fields: Any) -> EpisodeParams:
-    """Reset parameters from keyword arguments; ValueError naming each invalid or unknown one."""
-    try:
-        return EpisodeParams.model_validate(fields)
-    except ValidationError as error:
-        raise ValueError("invalid reset parameters: " + "; ".join(error_messages(error.errors()))) from None
 
 
 def observation_model(result: StepResult) -> AAOSObservation:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastmcp import FastMCP
 
 from aaos.core.env import StepResult
 from aaos.core.spec import ActionSpec
-from aaos.server.environment import AAOSEnvironment, episode_params
+from aaos.server.models import episode_params
+
+if TYPE_CHECKING:
+    from aaos.server.environment import AAOSEnvironment
 from aaos.server.models import ScenarioId, TaskId
 
 

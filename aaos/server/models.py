@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Union
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 import aaos
@@ -200,3 +200,11 @@ class Problem(BaseModel):
 
 class Invalid(BaseModel):
     detail: list[str] = Field(description="One message per problem, naming the field.")
+
+
+def episode_params(**fields: Any) -> EpisodeParams:
+    """Reset parameters from keyword arguments; ValueError naming each invalid or unknown one."""
+    try:
+        return EpisodeParams.model_validate(fields)
+    except ValidationError as error:
+        raise ValueError("invalid reset parameters: " + "; ".join(error_messages(error.errors()))) from None
