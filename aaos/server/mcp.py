@@ -16,11 +16,10 @@ from fastmcp import FastMCP
 
 from aaos.core.env import StepResult
 from aaos.core.spec import ActionSpec
-from aaos.server.models import episode_params
+from aaos.server.models import ScenarioId, TaskId, episode_params
 
 if TYPE_CHECKING:
     from aaos.server.environment import AAOSEnvironment
-from aaos.server.models import ScenarioId, TaskId
 
 
 def _role_result(role: str, result: StepResult) -> dict[str, Any]:
