@@ -17,21 +17,22 @@ from __future__ import annotations
 from aaos import policies
 from aaos.core import EpisodeDone, StepResult
 from aaos.core.spec import Split
-from aaos.envs import env_ids, make, spec
+from aaos.envs import DEFAULT_ENV, env_ids, kit_of, make, register, spec
 
 __version__ = "0.1.0"
 
 
-def list_tasks(env: str = "org") -> list[dict[str, object]]:
+def list_tasks(env: str = DEFAULT_ENV) -> list[dict[str, object]]:
     """The tasks of an environment: id, title, difficulty, max_steps, description, done_when."""
     return spec(env).to_dict()["tasks"]
 
 
-def list_scenarios(split: Split | None = None, env: str = "org") -> list[dict[str, str]]:
+def list_scenarios(split: Split | None = None, env: str = DEFAULT_ENV) -> list[dict[str, str]]:
     """The scenarios of an environment, optionally only those of one split ("train" or "holdout")."""
     if split not in (None, "train", "holdout"):
         raise ValueError(f"split must be 'train', 'holdout' or None, got {split!r}")
     return [s for s in spec(env).to_dict()["scenarios"] if split is None or s["split"] == split]
 
 
-__all__ = ["EpisodeDone", "StepResult", "env_ids", "list_scenarios", "list_tasks", "make", "policies", "spec"]
+__all__ = ["DEFAULT_ENV", "EpisodeDone", "StepResult", "env_ids", "kit_of", "list_scenarios", "list_tasks", "make",
+           "policies", "register", "spec"]

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import aaos
-from aaos.agents.prompts import EMPTY, SHOWN_APART, VIEW_ORDER, joint_messages, role_messages
+from aaos.agents.prompts import EMPTY, SHOWN_APART, joint_messages, role_messages
+from aaos.envs.org.prompting import VIEW_ORDER
 
 SPEC = aaos.spec("org")
 

@@ -11,12 +11,12 @@ import pytest
 from fake_openai import Script, first_instance, serve
 
 import aaos
-from aaos.agents.heuristic import OrgChampion
 from aaos.agents.llm import InvalidAnswer, LLMConfig, LLMPolicy
 from aaos.agents.prompts import role_messages
 from aaos.cli import main as cli
 from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.trajectory import EpisodeMeta, state_hash
+from aaos.envs.org.champion import OrgChampion
 from aaos.training import DEFAULT_HORIZON, INVALID_REWARD, SnapshotError, grpo_rows, restore, reward_fn, sft_rows
 from aaos.training.decisions import answer_text, parse_answer
 from aaos.training.episodes import play

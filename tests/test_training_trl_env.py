@@ -67,7 +67,7 @@ def test_reset_restores_the_row_and_returns_the_view_only_when_the_prompt_lacks_
     environment = OrgEnvironment()
     assert environment.reset(**row) is None
     view = environment.rollout.observation()["agent_observations"]["engineer"]
-    assert view["step"] == 4 and role_user_prompt(view) == row["prompt"][-1]["content"]
+    assert view["step"] == 4 and role_user_prompt(view, aaos.spec()) == row["prompt"][-1]["content"]
     empty = {**row, "prompt": [row["prompt"][0], {"role": "user", "content": ""}]}
     assert environment.reset(**empty) == row["prompt"][-1]["content"]
 
@@ -86,7 +86,7 @@ def test_a_valid_call_is_one_step_and_returns_the_next_view(rows) -> None:
     assert environment.rollout.steps == 1
     first, view = said.split("\n\n", 1)
     assert first.startswith("query_metrics: applied (")
-    assert view == role_user_prompt(environment.rollout.observation()["agent_observations"]["engineer"])
+    assert view == role_user_prompt(environment.rollout.observation()["agent_observations"]["engineer"], aaos.spec())
     assert "Step 5." in view
 
 

@@ -1,7 +1,6 @@
-"""Policies that act in AAOS environments."""
+"""Policies that act in any AAOS environment (each environment's champion lives in its own package)."""
 
 from aaos.agents.base import Policy, action
 from aaos.agents.baselines import NoopPolicy, RandomPolicy
-from aaos.agents.heuristic import OrgChampion
 
-__all__ = ["NoopPolicy", "OrgChampion", "Policy", "RandomPolicy", "action"]
+__all__ = ["NoopPolicy", "Policy", "RandomPolicy", "action"]

@@ -8,33 +8,20 @@ from collections import Counter
 from typing import Any
 
 from aaos.agents.base import Action, Policy
-from aaos.agents.heuristic import OrgChampion
 from aaos.agents.llm import InvalidAnswer, validate_answer
 from aaos.core.env import Environment, JointAction, Observation
-from aaos.envs.org.oversight import RISK_CHECK_WINDOW
+from aaos.core.spec import EnvSpec
+from aaos.envs import kit_of
 
 
-def guardrail_breach(role: str, action: Action, view: dict[str, Any], spec: Any) -> str | None:
-    """Why a suggested action is unsafe to take, or None: illegal, above the approval limit, an approval
-    without a recent metrics check, an anomaly report with no signal, or a flag on a risk not in view."""
+def guardrail_breach(role: str, action: Action, view: dict[str, Any], spec: EnvSpec) -> str | None:
+    """Why a suggested action is unsafe to take, or None: "illegal" if it is not legal now, else the
+    environment's own guardrail (aaos.core.kit.EnvKit.guardrail)."""
     try:
         validate_answer(spec, role, action, view["legal_actions"])
     except InvalidAnswer:
         return "illegal"
-    kind, payload = action["action_type"], action["payload"]
-    if kind == "approve_resource":
-        if payload["amount"] > view["policy"]["max_resource_approval"]:
-            return "above_policy_limit"
-        last = view["last_query_step"]
-        if last is None or view["step"] - last > RISK_CHECK_WINDOW:
-            return "no_risk_check"
-    if kind == "report_anomaly" and not view["signals"]:
-        return "no_signal"
-    if kind == "raise_risk_flag" and view["risks"] != "hidden" and payload["risk_id"] not in {
-        r["id"] for r in view["risks"]
-    }:
-        return "unknown_risk"
-    return None
+    return kit_of(spec.id).guardrail(role, action, view)
 
 
 def lookahead_score(env: Environment, joint: JointAction) -> float:
@@ -50,13 +37,15 @@ class GuardedAdvisor(Policy):
 
     def __init__(self, advisor: Policy, margin: float = 0.0) -> None:
         self.advisor = advisor
-        self.champion = OrgChampion()
+        self.champion: Policy | None = None
         self.margin = margin
         self.env: Environment | None = None
         self.verdicts: Counter[str] = Counter()
 
     def bind(self, env: Environment) -> None:
+        """Take the episode's environment (for lookahead) and its champion."""
         self.env = env
+        self.champion = kit_of(env.spec.id).champion()
 
     def close(self) -> None:
         self.advisor.close()
@@ -64,8 +53,13 @@ class GuardedAdvisor(Policy):
     async def aclose(self) -> None:
         await self.advisor.aclose()
 
+    def _champion(self) -> Policy:
+        if self.champion is None:
+            raise RuntimeError("GuardedAdvisor needs bind(env) before acting (runners call it after reset)")
+        return self.champion
+
     def act_role(self, role: str, view: dict[str, Any]) -> Action:
-        return self.champion.act_role(role, view)
+        return self._champion().act_role(role, view)
 
     def act(self, observation: Observation) -> JointAction:
         return self._choose(observation, self.advisor.act(observation))
@@ -74,10 +68,10 @@ class GuardedAdvisor(Policy):
         return self._choose(observation, await self.advisor.act_async(observation))
 
     def _choose(self, observation: Observation, advice: JointAction) -> JointAction:
-        if self.env is None:
-            raise RuntimeError("GuardedAdvisor needs bind(env) before acting (runners call it after reset)")
+        champion = self._champion()
+        assert self.env is not None  # bound with the champion
         views = observation["agent_observations"]
-        joint = self.champion.act(observation)
+        joint = champion.act(observation)
         best = lookahead_score(self.env, joint)
         for role, view in views.items():
             suggestion = advice.get(role)

@@ -4,7 +4,7 @@ Per-role mode asks one chat per role, each seeing only its own view, the six cal
 concurrently; joint mode asks one chat for all roles. Every answer is parsed and validated against
 the spec and the role's legal actions; an invalid answer gets one repair turn quoting the error. A
 role whose answer is still invalid falls to the next tier: the secondary model if configured, then
-the heuristic champion. Each tier's use is counted.
+the environment's champion. Each tier's use is counted.
 
 The API token is held only in the config object: it is excluded from its repr, never logged and never
 written to results.
@@ -26,11 +26,11 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from aaos.agents.base import Action, Policy
-from aaos.agents.heuristic import OrgChampion
 from aaos.agents.prompts import action_schema, joint_messages, joint_schema, repair_message, role_messages
 from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.env import JointAction, Observation
 from aaos.core.spec import EnvSpec
+from aaos.envs import kit_of
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 Mode = Literal["per_role", "joint"]
@@ -193,7 +193,7 @@ class LLMPolicy(Policy):
         self.spec = spec
         self.mode = primary.mode
         self.tiers = [_Tier(primary)] + ([_Tier(secondary)] if secondary is not None else [])
-        self.champion = OrgChampion()
+        self.champion = kit_of(spec.id).champion()
         self.stats = CallStats()
         self.call_limit = call_limit
         self._loop: _LoopThread | None = None

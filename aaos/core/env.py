@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aaos.core.actions import parse_joint_action, problems
+from aaos.core.info import shape_problems
 from aaos.core.spec import EnvSpec
 
 Observation = dict[str, Any]
@@ -22,9 +23,10 @@ class StepResult:
     reward: the reward delivered this step: the immediate share of the score's increment plus any released
         delayed share (aaos.core.reward); it may be negative, and the episode's rewards sum to its final score.
     done: the episode has ended; step() after this raises EpisodeDone.
-    info: "score" (the graded composite so far; final once done), "reward_breakdown" (components,
-        penalty, increment, immediate, delayed, released), "action_results" (per role), "oversight_events",
-        "scenario_events" (fired this step), "errors" (joint-action problems not tied to a role).
+    info: the step-info contract (aaos.core.info.StepInfo): "score" (the graded composite so far; final once
+        done), "step", "reward_breakdown" (components, penalty, increment, immediate, delayed, released),
+        "action_results" (per role), "oversight_events" (violations with severity), "scenario_events" (fired
+        this step), "errors" (joint-action problems not tied to a role).
     """
 
     observation: Observation | None
@@ -40,8 +42,13 @@ class EpisodeDone(RuntimeError):
     """step() was called on an episode that has already ended; call reset() first."""
 
 
+class ContractError(RuntimeError):
+    """An environment returned a step info that breaks the contract of aaos.core.info (a bug in the environment)."""
+
+
 class Environment(ABC):
-    """reset / step / state / legal_actions over a spec. Subclasses hold their world as plain data."""
+    """reset / step / state / legal_actions over a spec. Subclasses hold their world as plain data and
+    implement `_step`; `step` refuses a finished episode and checks the shape of every info returned."""
 
     spec: EnvSpec
 
@@ -49,9 +56,25 @@ class Environment(ABC):
     def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
         """Start a new episode (optionally with another task, scenario or seed); return the first observation."""
 
+    @property
     @abstractmethod
+    def done(self) -> bool:
+        """The episode has ended."""
+
     def step(self, joint_action: JointAction, observe: bool = True) -> StepResult:
-        """Apply one action per role (roles left out do the no-op) and advance one step."""
+        """Apply one action per role (roles left out do the no-op) and advance one step; with observe=False the
+        result carries no observation (cheaper, for lookahead). Raises EpisodeDone once the episode has ended."""
+        if self.done:
+            raise EpisodeDone("the episode is over; call reset() to start a new one")
+        result = self._step(joint_action, observe)
+        broken = shape_problems(result.info)
+        if broken:
+            raise ContractError(f"{type(self).__name__}.step: " + "; ".join(broken))
+        return result
+
+    @abstractmethod
+    def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
+        """One step of an episode that has not ended; the info must follow aaos.core.info.StepInfo."""
 
     @abstractmethod
     def state(self) -> dict[str, Any]:

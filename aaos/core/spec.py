@@ -71,11 +71,24 @@ class EnvSpec:
     scenarios: tuple[ScenarioInfo, ...]
     actions: tuple[ActionSpec, ...]
     reward_components: tuple[RewardComponent, ...]
+    version: str
+    """The environment's version: bump it when its dynamics, observations or scenarios change."""
+    reward_version: str
+    """The grader's version: bump it when the same play would score differently. Results of different
+    versions are never compared."""
+    default_task: str = ""
+    """The task make() builds when none is named (the first task if left empty)."""
+    default_scenario: str = ""
+    """The scenario make() builds when none is named (the first scenario if left empty)."""
     noop_action: str = "no_op"
     _actions_by_name: dict[str, ActionSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_actions_by_name", {a.name: a for a in self.actions})
+        if not self.default_task:
+            object.__setattr__(self, "default_task", self.tasks[0].id)
+        if not self.default_scenario and self.scenarios:
+            object.__setattr__(self, "default_scenario", self.scenarios[0].id)
 
     def action(self, name: str) -> ActionSpec | None:
         return self._actions_by_name.get(name)
@@ -96,6 +109,10 @@ class EnvSpec:
             "id": self.id,
             "title": self.title,
             "description": self.description,
+            "version": self.version,
+            "reward_version": self.reward_version,
+            "default_task": self.default_task,
+            "default_scenario": self.default_scenario,
             "roles": list(self.roles),
             "tasks": [
                 {

@@ -1,38 +1,85 @@
-"""Environment registry: every environment by id, built through one `make`."""
+"""The environment registry: every environment by id, built through one `make`.
+
+    import aaos
+    aaos.register("toy", "my_package.toy:KIT")   # or the EnvKit itself; imported on first use
+    env = aaos.make(env="toy")
+
+Environments are also found without code: an installed package's entry points in the group "aaos.envs"
+(name = env id, value = "module:attribute"), and the AAOS_ENVS variable ("id=module:attribute,...") read
+when aaos is imported, so a server or a CLI subprocess picks them up too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import os
+from functools import cache
+from importlib.metadata import entry_points
 
 from aaos.core.env import Environment
+from aaos.core.kit import EnvKit
 from aaos.core.spec import EnvSpec
-from aaos.envs.org import OrgEnv, org_spec
 
-_REGISTRY: dict[str, tuple[Callable[..., Environment], Callable[[], EnvSpec]]] = {
-    "org": (OrgEnv, org_spec),
-}
+DEFAULT_ENV = "org"
+"""The environment used where none is named."""
+ENVS_VARIABLE = "AAOS_ENVS"
+_REGISTRY: dict[str, EnvKit | str] = {DEFAULT_ENV: "aaos.envs.org.kit:KIT"}
+
+
+def register(env_id: str, kit: EnvKit | str) -> None:
+    """Add an environment: its kit, or "module:attribute" naming it (imported on first use). Registering an id
+    again replaces its kit."""
+    if not isinstance(env_id, str) or not env_id.isidentifier():
+        raise ValueError(f"an environment id must be a Python identifier, got {env_id!r}")
+    if not isinstance(kit, EnvKit | str) or (isinstance(kit, str) and ":" not in kit):
+        raise TypeError(f"register {env_id!r} with an EnvKit or a 'module:attribute' string, got {kit!r}")
+    _REGISTRY[env_id] = kit
+    kit_of.cache_clear()
+    spec.cache_clear()
 
 
 def env_ids() -> list[str]:
     return list(_REGISTRY)
 
 
-def _entry(env: str) -> tuple[Callable[..., Environment], Callable[[], EnvSpec]]:
+@cache
+def kit_of(env: str = DEFAULT_ENV) -> EnvKit:
+    """The kit of a registered environment (ValueError naming the known ids for any other)."""
     if env not in _REGISTRY:
         raise ValueError(f"unknown environment {env!r}; choose one of: {', '.join(_REGISTRY)}")
-    return _REGISTRY[env]
+    entry = _REGISTRY[env]
+    if isinstance(entry, str):
+        module, _, name = entry.partition(":")
+        entry = getattr(importlib.import_module(module), name)
+        if not isinstance(entry, EnvKit):
+            raise TypeError(f"{_REGISTRY[env]} is not an EnvKit")
+    return entry
 
 
-def spec(env: str = "org") -> EnvSpec:
-    return _entry(env)[1]()
+@cache
+def spec(env: str = DEFAULT_ENV) -> EnvSpec:
+    built = kit_of(env).spec()
+    if built.id != env:
+        raise ValueError(f"the environment registered as {env!r} declares the id {built.id!r}")
+    return built
 
 
-def make(task: str | None = None, scenario: str | None = None, seed: int = 0, env: str = "org") -> Environment:
+def make(task: str | None = None, scenario: str | None = None, seed: int = 0, env: str = DEFAULT_ENV) -> Environment:
     """Build an environment; task and scenario default to the environment's own defaults."""
-    factory, _ = _entry(env)
-    kwargs: dict[str, object] = {"seed": seed}
-    if task is not None:
-        kwargs["task"] = task
-    if scenario is not None:
-        kwargs["scenario"] = scenario
-    return factory(**kwargs)
+    declared = spec(env)
+    return kit_of(env).environment(task=task or declared.default_task,
+                                   scenario=scenario or declared.default_scenario, seed=seed)
+
+
+def _discover() -> None:
+    for point in entry_points(group="aaos.envs"):
+        register(point.name, point.value)
+    for entry in filter(None, (part.strip() for part in os.environ.get(ENVS_VARIABLE, "").split(","))):
+        env_id, _, target = entry.partition("=")
+        try:
+            register(env_id.strip(), target.strip())
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{ENVS_VARIABLE}: {error} (write id=module:attribute, comma-separated)") from None
+
+
+_discover()

@@ -61,7 +61,7 @@ class SeatEnvironment:
 
     def _view_prompt(self) -> str:
         rollout = self._seated()
-        return role_user_prompt(rollout.observation()["agent_observations"][rollout.role])
+        return role_user_prompt(rollout.observation()["agent_observations"][rollout.role], rollout.env.spec)
 
     def _act(self, action_type: str, payload: dict[str, Any]) -> str:
         rollout = self._seated()

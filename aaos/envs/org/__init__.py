@@ -1,4 +1,4 @@
-"""The AAOS organisation simulation (the flagship environment)."""
+"""The AAOS organisation simulation (the flagship environment); its kit is aaos.envs.org.kit.KIT."""
 
 from aaos.envs.org.env import OrgEnv, org_spec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aaos.core.actions import parse_joint_action, problems, result_record
-from aaos.core.env import Environment, EpisodeDone, JointAction, Observation, StepResult
+from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
 from aaos.envs.org import dynamics, observe, oversight
@@ -24,6 +24,10 @@ from aaos.envs.org.world import World, build_world
 
 DEFAULT_TASK = "full_episode"
 DEFAULT_SCENARIO = "product_launch_failure"
+VERSION = "2"
+"""2: fixed horizons, aimed metric queries that take a role's turn, late risks (1: the first release)."""
+REWARD_VERSION = "2"
+"""2: potential-based reward (return = score), risks counted from noticeable_from, penalty as 1/(1+P)."""
 
 
 def org_spec() -> EnvSpec:
@@ -37,6 +41,10 @@ def org_spec() -> EnvSpec:
         scenarios=tuple(s.info() for s in builtin_scenarios().values()),
         actions=ACTIONS,
         reward_components=REWARD_COMPONENTS,
+        version=VERSION,
+        reward_version=REWARD_VERSION,
+        default_task=DEFAULT_TASK,
+        default_scenario=DEFAULT_SCENARIO,
     )
 
 
@@ -130,10 +138,8 @@ class OrgEnv(Environment):
         world.log.extend(records.values())
         return records, parsed.errors
 
-    def step(self, joint_action: JointAction, observe: bool = True) -> StepResult:
+    def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
         world = self.world
-        if world.done:
-            raise EpisodeDone("the episode is over; call reset() to start a new one")
         violations_before = len(world.violations)
         self._last_results, errors = self._act(joint_action)
         interrupted = [role for role, record in self._last_results.items()

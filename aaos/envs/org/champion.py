@@ -1,4 +1,4 @@
-"""The heuristic champion for the org environment: sensible per-role rules over each role's own view.
+"""The champion of the organisation: sensible per-role rules over each role's own view.
 
 It reads only what the role observes (no hidden state): its tasks, metrics, signals, visible risks,
 incidents, plans, requests, events and the oversight log where the role can see it.

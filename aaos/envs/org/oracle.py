@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from aaos.agents.base import Action, action
-from aaos.agents.heuristic import OrgChampion, busy
 from aaos.core.env import Environment, JointAction, Observation
+from aaos.envs.org.champion import OrgChampion, busy
 
 
 class OrgOracle(OrgChampion):

@@ -1,0 +1,105 @@
+"""The environment kit: everything specific to one environment that the generic layers need, in one object.
+
+An environment package builds one `EnvKit` and registers it (`aaos.register`). The agents, benchmark,
+server, Space, training commands, wrappers and `inference.py` read only the kit and its spec; none of them
+names an environment.
+
+    KIT = EnvKit(
+        environment=ToyEnv,                    # ToyEnv(task=..., scenario=..., seed=...)
+        spec=toy_spec,                         # () -> EnvSpec (id, version, reward_version, defaults, ...)
+        champion=ToyChampion,                  # () -> Policy reading only each role's view
+        prompting=Prompting(world="...", rules="...", briefs={...}),
+        rendering=Rendering(role_card=..., world=...),
+        hidden_ids=lambda env: {...},          # ids the ground truth holds that no observation may show yet
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from aaos.core.env import Environment
+from aaos.core.spec import EnvSpec, ScenarioInfo, Split
+
+if TYPE_CHECKING:
+    from aaos.agents.base import Policy
+
+View = Mapping[str, Any]
+Action = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Prompting:
+    """What a language model is told about the environment (aaos.agents.prompts builds the chats from it).
+
+    world: one or two sentences on what the world is; "{roles}" is filled with the role names.
+    rules: the rules every role should know (what is rejected, what the score rewards).
+    briefs: role -> what that role is for and should do.
+    view_order: the view fields a prompt shows, those that change least often first (a server that caches
+        prompt prefixes then re-reads only the tail); other fields follow, sorted.
+    """
+
+    world: str
+    rules: str
+    briefs: Mapping[str, str]
+    view_order: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """How the Space shows the environment: functions returning HTML (escape every value: aaos.core.html).
+
+    role_card(role, view, queued_action or None): one role's view as a card.
+    world(observation): the world as a whole (what every role's view has in common, shared fields).
+    attention(observation): what needs attention now (one short list), or "" for nothing.
+    report(state): the end-of-episode report from the ground-truth state.
+    """
+
+    role_card: Callable[[str, View, View | None], str]
+    world: Callable[[View], str]
+    attention: Callable[[View], str] = field(default=lambda observation: "")
+    report: Callable[[View], str] = field(default=lambda state: "")
+
+
+def no_guardrail(role: str, action: Action, view: View) -> str | None:
+    """The default guardrail: nothing beyond legality (which the advisor checks for every environment)."""
+    return None
+
+
+@dataclass(frozen=True)
+class EnvKit:
+    """One environment, as the platform sees it.
+
+    environment: builds the environment: environment(task=..., scenario=..., seed=...).
+    spec: the environment's spec (built once and cached by the registry).
+    champion: the production policy; reads only each role's own view.
+    prompting, rendering: see Prompting and Rendering.
+    hidden_ids: the ids in the environment's ground truth that no observation may show yet (the conformance
+        checker looks for them in every observation).
+    oracle: a reference policy that reads the ground truth (bind(env) before acting), if the environment has one.
+    guardrail(role, action, view): why a legal action is still unsafe to take for the guarded advisor, or None.
+    observation_model, state_model: typed wire models of the observation and of state() (validated by the
+        conformance checker, shown by the server's /schema); None where the environment does not type them.
+    scenario_file: reads a scenario file (a path) into its ScenarioInfo, raising ValueError saying what is wrong;
+        None if the environment has no scenario files. Built-in scenario files live in scenarios/<env id>/.
+    generate_scenarios(seed, folder, count, split): writes `count` new valid scenario files drawn by a seeded
+        generator into `folder` and returns their paths; None if the environment has no generator.
+    """
+
+    environment: Callable[..., Environment]
+    spec: Callable[[], EnvSpec]
+    champion: Callable[[], Policy]
+    prompting: Prompting
+    rendering: Rendering
+    hidden_ids: Callable[[Environment], Iterable[str]]
+    oracle: Callable[[], Policy] | None = None
+    guardrail: Callable[[str, Action, View], str | None] = no_guardrail
+    observation_model: type[BaseModel] | None = None
+    state_model: type[BaseModel] | None = None
+    scenario_file: Callable[[str], ScenarioInfo] | None = None
+    generate_scenarios: Callable[[int, Path, int, Split], list[Path]] | None = None

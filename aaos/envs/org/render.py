@@ -1,0 +1,125 @@
+"""How the Space shows the organisation (aaos.core.kit.Rendering): role cards, the world panel, what needs
+attention and the end-of-episode report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aaos.core.html import card as _card
+from aaos.core.html import chips, esc, humanize, items, pill, section, text
+
+METRIC_UNITS: dict[str, tuple[str, float, int]] = {
+    "latency": ("ms", 1.0, 0),
+    "error_rate": ("%", 100.0, 1),
+    "uptime": ("%", 100.0, 2),
+    "data_quality": ("%", 100.0, 1),
+}
+"""How a metric is shown: unit, scale and decimals."""
+
+
+def metric_text(name: str, value: Any) -> str:
+    if name in METRIC_UNITS and isinstance(value, int | float):
+        unit, scale, decimals = METRIC_UNITS[name]
+        return f"{value * scale:.{decimals}f} {unit}"
+    return text(value)
+
+
+def _task_row(task: Mapping[str, Any]) -> str:
+    details = [f"owner {esc(task.get('owner'))}" if task.get("owner") else "no owner",
+               f"{text(task.get('effort_remaining'))} effort left", f"due step {esc(task.get('deadline_step'))}"]
+    if task.get("blocked_on"):
+        details.append(f"blocked on {esc(task['blocked_on'])}")
+    return (f"<code>{esc(task['id'])}</code> {pill(humanize(task['status']).lower(), task['status'])} "
+            f"{pill(task['priority'], task['priority'])}<br><small>{' · '.join(details)}</small>")
+
+
+def _risk_row(risk: Mapping[str, Any]) -> str:
+    return (f"<code>{esc(risk['id'])}</code> {pill(risk['severity'], risk['severity'])} "
+            f"{pill(risk['status'], risk['status'])}<br><small>{esc(risk.get('description'))}</small>")
+
+
+def _incident_row(incident: Mapping[str, Any]) -> str:
+    return (f"<code>{esc(incident['id'])}</code> {pill(incident['severity'], incident['severity'])}<br>"
+            f"<small>{esc(incident.get('title'))} · opened step {esc(incident.get('opened_step'))} · "
+            f"{esc(incident.get('effort_remaining'))} effort left · resolvers "
+            f"{esc([humanize(r) for r in incident.get('resolver_roles', [])])}</small>")
+
+
+def _hidden_or(value: Any, render: Any, empty: str) -> str:
+    if value == "hidden":
+        return '<p class="aaos-empty">Hidden from this role.</p>'
+    return items([render(v) for v in value], empty)
+
+
+def role_card(role: str, view: Mapping[str, Any], queued: Mapping[str, Any] | None) -> str:
+    """One role's partial view: metrics, resources, signals, tasks, risks and requests as it sees them."""
+    resources = view.get("resources", "hidden")
+    resources_html = (chips(resources) if isinstance(resources, Mapping)
+                      else '<p class="aaos-empty">Hidden from this role.</p>')
+    signals = [f"{pill(s['severity'], s['severity'])} {esc(s['title'])} <small>({esc(humanize(s['metric']))})</small>"
+               for s in view.get("signals", [])]
+    requests = [f"<code>{esc(r['id'])}</code> {esc(humanize(r['role']))} asks {esc(r['amount'])} "
+                f"{esc(r['resource_type'])}" for r in view.get("pending_requests", [])]
+    tasks = view.get("visible_tasks", [])
+    risks = view.get("risks", [])
+    body = "".join([
+        section("Metrics", chips(view.get("system_metrics", {}), metric_text)),
+        section("Resources", resources_html),
+        section("Signals", items(signals, "No unreported anomalies."), len(signals)) if signals else "",
+        section("Tasks", items([_task_row(t) for t in tasks], "No tasks visible."), len(tasks)),
+        section("Risks", _hidden_or(risks, _risk_row, "No known risks."),
+                len(risks) if isinstance(risks, list) else None),
+        section("Resource requests", items(requests, ""), len(requests)) if requests else "",
+    ])
+    return _card(role, view, queued, body)
+
+
+def attention(observation: Mapping[str, Any]) -> str:
+    """The observation's hints: what the organisation should look at now."""
+    rows = [esc(h) for h in observation.get("hints", [])]
+    return f'<div class="aaos-hints"><b>What needs attention</b>{items(rows, "Nothing pressing.")}</div>'
+
+
+def world(observation: Mapping[str, Any]) -> str:
+    """Organisation-wide facts: metrics, resources, policy, known risks, open incidents, plans."""
+    shared = next(iter(observation.get("agent_observations", {}).values()), {})  # plans and policy are shared
+    plans = [f"<code>{esc(p['id'])}</code> {pill(p['status'], p['status'])} {esc(p['plan'])}"
+             + (f" <small>decided by {esc(humanize(p['decided_by']))}</small>" if p.get("decided_by") else "")
+             for p in shared.get("plans", [])]
+    risks = observation.get("active_risks", [])
+    incidents = observation.get("active_incidents", [])
+    return (
+        '<div class="aaos-world" id="aaos-world">'
+        + section("System metrics", chips(observation.get("system_metrics", {}), metric_text))
+        + section("Resource pools", chips(observation.get("resources", {})))
+        + section("Policy", chips(shared.get("policy", {})))
+        + section("Known risks", items([_risk_row(r) for r in risks], "No known, unmitigated risks."), len(risks))
+        + section("Open incidents", items([_incident_row(i) for i in incidents], "No open incidents."),
+                len(incidents))
+        + section("Plans", items(plans, "No plans proposed yet."), len(plans))
+        + "</div>"
+    )
+
+
+def report(state: Mapping[str, Any]) -> str:
+    """The end-of-episode report: the score and its components, then what was delivered and what went wrong."""
+    work = state["work"]
+    delivered = [w for w in work if w["status"] == "completed" and w["risk_id"] is None]
+    scenario_work = [w for w in work if w["risk_id"] is None]
+    risks = state["risks"]
+    incidents = state["incidents"]
+    outcome = {
+        "Tasks delivered": f"{len(delivered)} of {len(scenario_work)}",
+        "On time": str(sum(w["completed_step"] <= w["deadline"] for w in delivered)),
+        "Risks mitigated": f"{sum(r['status'] == 'mitigated' for r in risks)} of {len(risks)}",
+        "Risks escalated": str(sum(r["status"] == "escalated" for r in risks)),
+        "Incidents resolved": f"{sum(i['resolved_step'] is not None for i in incidents)} of {len(incidents)}",
+        "Violations": str(len(state["violations"])),
+    }
+    return (
+        '<div class="aaos-world" id="aaos-report">'
+        + section(f"Episode score {state['score']:.3f}", chips(state["components"]))
+        + section("Outcome", chips(outcome))
+        + "</div>"
+    )
