@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from aaos.envs.org import oversight
 from aaos.envs.org.scenario import event_incident_id, remediation_id, risk_incident_id
-from aaos.envs.org.spec import VISIBLE_METRICS
+from aaos.envs.org.spec import VISIBLE_METRICS, WORKERS
 from aaos.envs.org.world import Incident, Plan, ResourceRequest, WorkItem, World
 
 Outcome = tuple[str, str, str | None]  # (status, message, reject reason)
@@ -22,8 +22,6 @@ UNIT_COST: dict[str, float] = {"compute": 0.5, "budget": 1.0, "personnel": 2.0}
 WRONG_ROLE_RATE = 0.5
 """Effort per step done by an owner that is not the task's required role (the required role does 1)."""
 WRONG_ROLE_QUALITY = 0.5
-NON_WORKERS: tuple[str, ...] = ("oversight",)
-"""Roles that audit rather than deliver: a task they own makes no progress."""
 HANDOFF_KEEP = 0.5
 """Share of a task's progress kept when it is taken from one owner and given to another."""
 LATE_RESPONSE_CREDIT = 0.25
@@ -317,7 +315,8 @@ def _open_incident(world: World, incident_id: str, definition: Any, source: str)
 
 def _progress_work(world: World, interrupted: Collection[str]) -> None:
     for item in world.work:
-        if (item.status != "in_progress" or item.owner in NON_WORKERS or item.owner in interrupted
+        # oversight audits and never delivers: a task it owns makes no progress
+        if (item.status != "in_progress" or item.owner not in WORKERS or item.owner in interrupted
                 or item.unmet_needs()):
             continue
         right = item.owner == item.required_role

@@ -24,8 +24,8 @@ from typing import Any
 
 from aaos.core.seeding import rng
 from aaos.core.spec import Split
-from aaos.envs.org.scenario import MIN_RISK_WINDOW, WORKERS, Scenario
-from aaos.envs.org.spec import AMOUNT_CHOICES, METRIC_NAMES, VISIBLE_METRICS
+from aaos.envs.org.scenario import MIN_RISK_WINDOW, Scenario
+from aaos.envs.org.spec import AMOUNT_CHOICES, METRIC_NAMES, RESOLVERS, VISIBLE_METRICS, WORKERS
 
 HORIZON = 50
 """Steps of the longest task (full_episode): risks and events are spread over it."""
@@ -33,7 +33,6 @@ TASK_COUNT = (4, 7)
 RISK_COUNT = (3, 6)
 RISK_WINDOW_SLACK = (2, 5)
 """A risk's window is its remediation effort plus this many steps (inclusive bounds)."""
-RESOLVERS: tuple[str, ...] = ("engineer", "data_analyst", "operations")
 BASE_LIMITS: tuple[int, ...] = (15, 20, 25, 30)
 """Approval limits a generated scenario starts with (its policy change moves to another of AMOUNT_CHOICES)."""
 

@@ -12,9 +12,13 @@ from typing import Any
 from aaos.envs.org import dynamics, graders
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
+    OVERSIGHT_LOG_ROLES,
     PLAN_TARGETS,
     RESOURCE_TYPES,
+    RISK_BLIND,
     ROLES,
+    SEES_ALL_REQUESTS,
+    SEES_ALL_RISKS,
     SEES_ALL_WORK,
     SEVERITIES,
     VISIBLE_METRICS,
@@ -22,9 +26,6 @@ from aaos.envs.org.spec import (
 )
 from aaos.envs.org.world import RiskState, WorkItem, World
 
-RISK_BLIND: tuple[str, ...] = ("product_manager",)
-"""Roles that never see the risk register (they see remediation work as tasks)."""
-OVERSIGHT_LOG_ROLES: tuple[str, ...] = ("oversight", "risk_compliance")
 RECENT = 8
 """How many recent entries of a log a view shows."""
 DEGRADED_HEALTH = 0.85
@@ -55,7 +56,7 @@ def _sees_task(role: str, item: WorkItem) -> bool:
 def _sees_risk(role: str, risk: RiskState) -> bool:
     if not risk.known or risk.status == "mitigated" or role in RISK_BLIND:
         return False
-    return (role in ("risk_compliance", "oversight") or role in risk.definition.visible_to
+    return (role in SEES_ALL_RISKS or role in risk.definition.visible_to
             or risk.flagged_step is not None or risk.escalated_step is not None)
 
 
@@ -176,7 +177,7 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
         "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",
         "pending_requests": [
             {"id": r.id, "role": r.role, "resource_type": r.resource_type, "amount": r.amount, "step": r.step}
-            for r in world.requests if r.status == "pending" and (role == "operations" or r.role == role)
+            for r in world.requests if r.status == "pending" and (role in SEES_ALL_REQUESTS or r.role == role)
         ],
         "risks": "hidden" if role in RISK_BLIND else [view for risk, view in shared.risks if _sees_risk(role, risk)],
         "incidents": shared.incidents,

@@ -22,16 +22,17 @@ from aaos.envs.org.spec import (
     METRIC_NAMES,
     RESOURCE_TYPES,
     VISIBLE_METRICS,
+    WORKERS,
     MetricName,
+    ResolverRole,
     ResourceType,
     Severity,
+    WorkerRole,
 )
 
 SCENARIO_DIR = data_dir("scenarios") / "org"
 
 EventKind = Literal["incident", "policy_change", "resource_shock", "anomaly"]
-WorkerRole = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations"]
-ResolverRole = Literal["engineer", "data_analyst", "operations"]
 Id = Field(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$")
 MIN_RISK_WINDOW = 3
 """Steps a risk stays catchable: escalates_at >= noticeable_from + MIN_RISK_WINDOW, in files and variants."""
@@ -270,7 +271,6 @@ HOLDOUT_EVENT_SHIFT = 3
 HOLDOUT_POOL_SPREAD = 0.3
 HOLDOUT_DETECTORS = (1, 2)
 """How many roles can notice each risk of a holdout variant (drawn among the workers that see its metric)."""
-WORKERS: tuple[str, ...] = ("product_manager", "engineer", "data_analyst", "risk_compliance", "operations")
 
 
 def is_holdout(scenario: Scenario, seed: int) -> bool:

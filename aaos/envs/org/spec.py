@@ -6,29 +6,28 @@ Each rule here is written once; the simulation, the agents and the docs read it 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from aaos.core.spec import ActionSpec, RewardComponent, TaskSpec
 
-ROLES: tuple[str, ...] = (
-    "product_manager",
-    "engineer",
-    "data_analyst",
-    "risk_compliance",
-    "operations",
-    "oversight",
-)
-RoleName = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations", "oversight"]
+WorkerRole = Literal["product_manager", "engineer", "data_analyst", "risk_compliance", "operations"]
+RoleName = Literal[WorkerRole, "oversight"]
+ROLES: tuple[str, ...] = (*get_args(WorkerRole), "oversight")
+WORKERS: tuple[str, ...] = get_args(WorkerRole)
+"""The roles that deliver work (oversight audits and owns no progress)."""
+ResolverRole = Literal["engineer", "data_analyst", "operations"]
+RESOLVERS: tuple[str, ...] = get_args(ResolverRole)
+"""The roles that can resolve incidents (each incident names some of them)."""
 ResourceType = Literal["compute", "budget", "personnel"]
-RESOURCE_TYPES: tuple[str, ...] = ("compute", "budget", "personnel")
-PlanTarget = Literal["none", "compute", "budget", "personnel"]
+RESOURCE_TYPES: tuple[str, ...] = get_args(ResourceType)
+PlanTarget = Literal["none", ResourceType]
 PLAN_TARGETS: tuple[str, ...] = ("none", *RESOURCE_TYPES)
 MetricName = Literal["latency", "error_rate", "uptime", "data_quality"]
-METRIC_NAMES: tuple[str, ...] = ("latency", "error_rate", "uptime", "data_quality")
+METRIC_NAMES: tuple[str, ...] = get_args(MetricName)
 Severity = Literal["low", "medium", "high", "critical"]
-SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
+SEVERITIES: tuple[str, ...] = get_args(Severity)
 PRIORITY_WEIGHT: dict[str, float] = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
 AMOUNT_CHOICES: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 40, 50)
 """The amounts offered as payload choices for request_resource / approve_resource / update_policy."""
@@ -58,6 +57,14 @@ VISIBLE_RESOURCES: dict[str, tuple[str, ...]] = {
 """Which resource pools each role sees; a role that sees none gets "hidden"."""
 SEES_ALL_WORK: tuple[str, ...] = ("product_manager", "operations", "oversight")
 """Roles that see every known task; the others see tasks they own or are required for."""
+RISK_BLIND: tuple[str, ...] = ("product_manager",)
+"""Roles that never see the risk register (they see remediation work as tasks)."""
+SEES_ALL_RISKS: tuple[str, ...] = ("risk_compliance", "oversight")
+"""Roles that see every known risk; the others see those in their own metrics (a risk's visible_to)."""
+OVERSIGHT_LOG_ROLES: tuple[str, ...] = ("oversight", "risk_compliance")
+"""Roles that see the oversight log."""
+SEES_ALL_REQUESTS: tuple[str, ...] = ("operations",)
+"""Roles that see every pending resource request; the others see their own."""
 
 
 class _Payload(BaseModel):
@@ -116,14 +123,13 @@ class UpdatePolicy(_Payload):
 
 
 _ALL = ROLES
-_WORKERS = ("product_manager", "engineer", "data_analyst", "risk_compliance", "operations")
 
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("propose_plan", ProposePlan, ("product_manager", "engineer", "data_analyst", "operations"),
                "Propose a plan; it gets the id plan_<step>_<role> and stays open until accepted or rejected. "
                "An accepted plan that addresses a shocked resource answers that resource shock."),
-    ActionSpec("accept_plan", PlanRef, _WORKERS, "Accept another role's open plan."),
-    ActionSpec("reject_plan", PlanRef, _WORKERS, "Reject another role's open plan."),
+    ActionSpec("accept_plan", PlanRef, WORKERS, "Accept another role's open plan."),
+    ActionSpec("reject_plan", PlanRef, WORKERS, "Reject another role's open plan."),
     ActionSpec("delegate_task", DelegateTask, ("product_manager", "engineer", "operations"),
                "Hand a task to a role; it starts work next step. The task's required role works fastest and best."),
     ActionSpec("request_resource", ResourceAmount, ("product_manager", "engineer", "data_analyst", "operations"),
@@ -137,7 +143,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                "Flag a detected risk to the organisation; a remediation task is opened for it."),
     ActionSpec("report_anomaly", ReportAnomaly, ("engineer", "data_analyst", "operations"),
                "Report an anomaly shown in your signals."),
-    ActionSpec("resolve_incident", ResolveIncident, ("engineer", "data_analyst", "operations"),
+    ActionSpec("resolve_incident", ResolveIncident, RESOLVERS,
                "Work on an open incident (takes your turn: your tasks make no progress this step); each action by "
                "one of its resolver roles removes one unit of its effort."),
     ActionSpec("audit_agent", AuditAgent, ("oversight", "risk_compliance"),

@@ -1,7 +1,7 @@
-"""Server time of the Space's handlers, against the budget of DESIGN §11 (step callback <= 50 ms).
+"""Server time of the Space's handlers, against the budget in the README's Speed table (step callback <= 50 ms).
 
-    python bench/ui_bench.py            # every scenario, full_episode, 3 episodes each
-    python bench/ui_bench.py --quick    # one episode per scenario
+    python perf/ui_speed.py            # every scenario, full_episode, 3 episodes each
+    python perf/ui_speed.py --quick    # one episode per scenario
 
 Calls the handlers exactly as the layout does (no browser, no network): Step with a queued action and the
 other roles following the champion, one streamed Run step, Reset, and queueing an action (valid and not).

@@ -1,6 +1,6 @@
 """How well the benchmark overlaps model calls: episodes against an endpoint with a fixed latency.
 
-    python bench/llm_bench.py [--episodes 20] [--concurrency 32] [--latency 0.2]
+    python perf/llm_overlap.py [--episodes 20] [--concurrency 32] [--latency 0.2]
 
 The endpoint is the FAULT-INJECTING FAKE from tests/fake_openai.py, in its own process, in "ok" mode with
 a fixed delay (it answers each request with the first legal action). The ideal wall time is

@@ -1,7 +1,7 @@
-"""Speed and memory of the simulation core, against the budgets of DESIGN §11.
+"""Speed and memory of the simulation core, against the budgets in the README's Speed table.
 
-    python bench/core_bench.py            # all figures
-    python bench/core_bench.py --quick    # fewer repeats and episodes
+    python perf/core_speed.py            # all figures
+    python perf/core_speed.py --quick    # fewer repeats and episodes
 
 Timings repeat each measurement and report the best and the median repeat: this machine is shared and
 noisy, and the best repeat is the one least disturbed by other work.

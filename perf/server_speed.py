@@ -1,7 +1,7 @@
 """Server benchmark on loopback: HTTP /step latency (p50, p99) and throughput with 1 and 64 concurrent
 clients, and WebSocket steps/s with 1 and 64 connections.
 
-    python bench/server_bench.py [--steps 2000]
+    python perf/server_speed.py [--steps 2000]
 
 Starts `aaos serve` in a subprocess on a free 127.0.0.1 port (so client and server do not share a GIL),
 drives it with a minimal keep-alive HTTP/1.1 client on asyncio streams (so the figures are the server's,
