@@ -10,6 +10,7 @@ from aaos.envs.org.champion import OrgChampion
 from aaos.envs.org.env import OrgEnv, org_spec
 from aaos.envs.org.generate import write_scenarios
 from aaos.envs.org.guardrails import guardrail
+from aaos.envs.org.models import OrgObservation, OrgState
 from aaos.envs.org.oracle import OrgOracle
 from aaos.envs.org.prompting import PROMPTING
 from aaos.envs.org.scenario import load_scenario_file
@@ -37,6 +38,8 @@ KIT = EnvKit(
                         report=render.report),
     hidden_ids=hidden_ids,
     guardrail=guardrail,
+    observation_model=OrgObservation,
+    state_model=OrgState,
     scenario_file=scenario_file,
     generate_scenarios=write_scenarios,
 )

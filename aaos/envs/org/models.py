@@ -1,0 +1,186 @@
+"""The organisation's observation and state as typed wire models (aaos.core.kit.EnvKit.observation_model and
+state_model): what /schema documents and what the conformance checker validates every observation against.
+
+Every model forbids unknown keys, so an observation that grows a field the models do not declare fails the
+checker until the models (and so the docs) say what it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from aaos.envs.org.spec import MetricName, ResourceType, RoleName, Severity
+
+Hidden = Literal["hidden"]
+"""What a view shows in place of a field its role may not see."""
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskView(_Wire):
+    id: str
+    name: str
+    priority: Severity
+    status: Literal["pending", "in_progress", "completed"]
+    required_role: RoleName
+    owner: RoleName | None
+    deadline_step: int
+    effort_remaining: float
+    quality: float
+    blocked_on: dict[ResourceType, int]
+    remediates: str | None
+
+
+class RiskView(_Wire):
+    id: str
+    name: str
+    description: str
+    severity: Severity
+    status: Literal["detected", "flagged", "escalated"]
+    detected_step: int | None
+    escalated: bool
+
+
+class IncidentView(_Wire):
+    id: str
+    title: str
+    severity: Severity
+    opened_step: int
+    effort_remaining: int
+    resolver_roles: list[RoleName]
+
+
+class Signal(_Wire):
+    event_id: str
+    metric: MetricName
+    severity: Severity
+    title: str
+
+
+class ResourceRequestView(_Wire):
+    id: str
+    role: RoleName
+    resource_type: ResourceType
+    amount: int
+    step: int
+
+
+class PlanView(_Wire):
+    id: str
+    role: RoleName
+    plan: str
+    status: Literal["open", "accepted", "rejected"]
+    decided_by: RoleName | None
+
+
+class EventView(BaseModel):
+    """A fired scenario event; its kind adds one field (metric, incident_id, resource_deltas or policy)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    step: int
+    kind: Literal["incident", "policy_change", "resource_shock", "anomaly"]
+    title: str
+    severity: Severity
+    respond_within: int
+    responded: bool
+
+
+class ViolationView(_Wire):
+    step: int
+    role: RoleName
+    rule: str
+    severity: Severity
+    penalty: float
+    detail: str
+    audited: bool
+
+
+class ActionResultView(_Wire):
+    step: int | None
+    role: str
+    action_type: str
+    payload: dict[str, Any]
+    status: Literal["applied", "no_effect", "rejected"]
+    valid: bool
+    reason: str | None
+    message: str
+
+
+class RoleView(_Wire):
+    """One role's partial view."""
+
+    role: RoleName
+    step: int
+    visible_tasks: list[TaskView]
+    system_metrics: dict[MetricName, float]
+    signals: list[Signal]
+    resources: dict[ResourceType, int] | Hidden
+    pending_requests: list[ResourceRequestView]
+    risks: list[RiskView] | Hidden
+    incidents: list[IncidentView]
+    plans: list[PlanView]
+    policy: dict[str, int]
+    recent_events: list[EventView]
+    oversight_log: list[ViolationView] | Hidden
+    last_query_step: int | None
+    legal_actions: dict[str, dict[str, list[Any] | Literal["text"]]]
+    last_action_result: ActionResultView | None
+
+
+class OrgObservation(_Wire):
+    """Every role's view plus the organisation-wide facts."""
+
+    task: str
+    step_count: int
+    max_steps: int
+    scenario_id: str
+    scenario_title: str
+    agent_observations: dict[RoleName, RoleView]
+    system_metrics: dict[str, float]
+    resources: dict[ResourceType, int]
+    active_risks: list[RiskView]
+    active_incidents: list[IncidentView]
+    scenario_events: list[EventView]
+    partial_scores: dict[str, float | None]
+    hints: list[str]
+    degraded: bool
+    done: bool
+
+
+class OrgState(_Wire):
+    """The ground truth (never shown to agents): the world, the grade so far and the held reward."""
+
+    scenario: dict[str, Any]
+    scenario_name: str
+    task: str
+    seed: int
+    max_steps: int
+    step: int
+    done: bool
+    metrics: dict[MetricName, float]
+    cost: float
+    resources: dict[ResourceType, int]
+    policy: dict[str, int]
+    policy_notes: list[str]
+    work: list[dict[str, Any]]
+    risks: list[dict[str, Any]]
+    incidents: list[dict[str, Any]]
+    requests: list[dict[str, Any]]
+    plans: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    anomalies: dict[str, Any]
+    violations: list[ViolationView]
+    log: list[ActionResultView]
+    flags: dict[str, Any]
+    last_query: dict[str, int]
+    counters: dict[str, float]
+    score: float
+    components: dict[str, float | None]
+    penalty: float
+    held_reward: float
