@@ -175,9 +175,7 @@ class ToyEnv(Environment):
         delivery = self.ledger.deliver(self.step_count, score, self.done)
         info = {
             "score": score, "step": self.step_count,
-            "reward_breakdown": {"components": dict(self.components), "penalty": self.penalty,
-                                 "increment": delivery.increment, "immediate": delivery.immediate,
-                                 "delayed": delivery.delayed, "released": delivery.released},
+            "reward_breakdown": delivery.breakdown(self.components, self.penalty),
             "action_results": records, "oversight_events": violations, "scenario_events": [],
             "errors": parsed.errors,
         }

@@ -27,8 +27,8 @@ class RewardBreakdown(TypedDict):
     penalty: float  # the oversight penalty P >= 0 (the composite is base / (1 + P))
     increment: float  # the score's change this step
     immediate: float  # the share of the increment paid at once
-    delayed: float  # the share held back
-    released: float  # held reward paid out this step
+    delayed: float  # held reward paid out this step (0 unless released); reward = immediate + delayed
+    released: bool  # held reward was paid out this step
 
 
 class Violation(TypedDict):
@@ -100,7 +100,9 @@ def info_problems(info: Mapping[str, Any], spec: EnvSpec) -> list[str]:
         found += [f"info.reward_breakdown.components.{k} must be in [0, 1] or null, got {v!r}"
                   for k, v in components.items() if v is not None and (not _number(v) or not 0.0 <= v <= 1.0)]
     found += [f"info.reward_breakdown.{k} must be a finite number, got {breakdown[k]!r}"
-              for k in sorted(BREAKDOWN_KEYS - {"components"}) if not _number(breakdown[k])]
+              for k in sorted(BREAKDOWN_KEYS - {"components", "released"}) if not _number(breakdown[k])]
+    if not isinstance(breakdown["released"], bool):
+        found.append(f"info.reward_breakdown.released must be true or false, got {breakdown['released']!r}")
     if _number(breakdown["penalty"]) and breakdown["penalty"] < 0:
         found.append("info.reward_breakdown.penalty must not be negative")
     results = info["action_results"]

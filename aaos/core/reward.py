@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 IMMEDIATE_SHARE = 0.6
 DELAYED_SHARE = 0.4
@@ -49,6 +50,11 @@ class Delivery:
     @property
     def reward(self) -> float:
         return self.immediate + self.delayed
+
+    def breakdown(self, components: Mapping[str, float | None], penalty: float) -> dict[str, Any]:
+        """The step info's reward_breakdown (aaos.core.info.RewardBreakdown) for this delivery."""
+        return {"components": dict(components), "penalty": penalty, "increment": self.increment,
+                "immediate": self.immediate, "delayed": self.delayed, "released": self.released}
 
 
 @dataclass(slots=True)

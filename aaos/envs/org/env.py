@@ -155,14 +155,7 @@ class OrgEnv(Environment):
         info = {
             "score": self._score,
             "step": world.step,
-            "reward_breakdown": {
-                "components": dict(self._components),
-                "penalty": penalty,
-                "increment": delivery.increment,
-                "immediate": delivery.immediate,
-                "delayed": delivery.delayed,
-                "released": delivery.released,
-            },
+            "reward_breakdown": delivery.breakdown(self._components, penalty),
             "action_results": self._last_results,
             "oversight_events": [v.to_dict() for v in world.violations[violations_before:]],
             "scenario_events": fired,
