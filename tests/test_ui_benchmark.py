@@ -9,16 +9,15 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
 import plotly.graph_objects as go
 import pytest
 from fake_openai import Script, serve
 from helpers import play
-from ui_fixtures import BENCH_OUTPUTS, assert_no_reprs, html_table, named, reset, run_benchmark, wait_until
+from ui_fixtures import assert_no_reprs, html_table, reset, run_benchmark, wait_until
 
 import aaos
 from aaos.bench.stats import SUCCESS_THRESHOLD
-from aaos.ui import benchmark, callbacks, formatting
+from aaos.ui import benchmark, benchmark_tab, formatting, wiring
 
 
 def files_of(outputs: dict[str, Any]) -> dict[str, Path]:
@@ -40,7 +39,7 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate()
     assert "6 / 6 episodes" in last["bench_status"] and "Done: 6 episodes" in last["bench_status"]
 
     board = html_table(last["leaderboard"])
-    assert list(board[0]) == list(formatting.LEADERBOARD_COLUMNS)  # no model columns without a model
+    assert list(board[0]) == [c.title for c in formatting.LEADERBOARD if not c.model]  # no model columns
     assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [
         ("1", "Champion", "holdout", "2"), ("2", "Random", "holdout", "2"),
         ("1", "Champion", "train", "1"), ("2", "Random", "train", "1")]
@@ -79,11 +78,11 @@ def test_a_second_benchmark_writes_a_new_folder_and_the_candidate_can_change() -
     second = files_of(last)
     assert first["results.jsonl"].parent != second["results.jsonl"].parent and first["results.jsonl"].exists()
     assert "Do nothing vs the champion" in last["gate"]
-    gate = callbacks.choose_candidate(session, "random")[0]
+    gate = benchmark_tab.choose_candidate(session, "random")["gate"]
     assert "Random legal actions was not part of this run" in gate
-    gate = callbacks.choose_candidate(session, "openai")[0]
+    gate = benchmark_tab.choose_candidate(session, "openai")["gate"]
     assert "OpenAI-compatible model (Model settings) was not part of this run" in gate
-    gate = callbacks.choose_candidate(session, "noop")[0]
+    gate = benchmark_tab.choose_candidate(session, "noop")["gate"]
     assert "no promote" in gate and "holdout mean" in gate
 
 
@@ -119,7 +118,7 @@ def test_bad_settings_give_a_message_and_change_nothing(settings: dict[str, Any]
     assert len(updates) == 1 and "aaos-message-error" in updates[0]["bench_status"]
     assert expected in updates[0]["bench_status"], updates[0]["bench_status"]
     assert session.benchmark is before
-    assert all(updates[0][name] == gr.update() for name in BENCH_OUTPUTS[2:])
+    assert set(updates[0]) == {"session", "bench_status"}
 
 
 def test_the_local_model_is_offered_only_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,22 +132,22 @@ def test_the_local_model_is_offered_only_when_installed(monkeypatch: pytest.Monk
 
 def big_benchmark(session: Any) -> Any:
     """A benchmark long enough to stop: every task and scenario, many seeds."""
-    return callbacks.run_benchmark(None, session, "org", ["heuristic", "random"], [t["id"] for t in aaos.list_tasks()],
-                                   [s["id"] for s in aaos.list_scenarios()], ["train", "holdout"], 50, 2, "random",
-                                   "per_role", None, None, None)
+    return benchmark_tab.run_benchmark(None, session, "org", ["heuristic", "random"],
+                                       [t["id"] for t in aaos.list_tasks()], [s["id"] for s in aaos.list_scenarios()],
+                                       ["train", "holdout"], 50, 2, "random", "per_role", None, None, None)
 
 
 def test_stop_keeps_the_finished_episodes_and_one_benchmark_runs_at_a_time() -> None:
     session = reset()["session"]
-    idle = callbacks.stop_benchmark(session)[0]
+    idle = benchmark_tab.stop_benchmark(session)["bench_status"]
     assert "No benchmark is running" in idle
     runs = big_benchmark(session)
     next(runs)
     busy = run_benchmark(session)
     assert len(busy) == 1 and "already running in this tab" in busy[0]["bench_status"]
     wait_until(lambda: session.benchmark is not None and session.benchmark.finished > 0, 30, "an episode to finish")
-    assert callbacks.stop_benchmark(session) == (gr.update(),)
-    last = named(list(runs)[-1], BENCH_OUTPUTS)
+    assert benchmark_tab.stop_benchmark(session) == {}
+    last = list(runs)[-1]
     run = session.benchmark
     assert run is not None and run.state == "stopped" and run.finished < run.total
     assert "Stopped after" in last["bench_status"]
@@ -162,7 +161,7 @@ def test_closing_the_tab_stops_its_benchmark_and_removes_its_files() -> None:
     next(runs)
     run = session.benchmark
     assert run is not None
-    callbacks.close_session(session)
+    wiring.close_session(session)
     assert run.done.is_set() and run.state == "stopped" and not run.out_dir.exists()
     runs.close()
 
@@ -173,7 +172,7 @@ def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> 
         last = run_benchmark(session, policies=("heuristic", "openai"), candidate="openai", mode="joint",
                              model="fake-model", base_url=url, token="hf_secret")[-1]
     board = html_table(last["leaderboard"])
-    assert list(board[0]) == [*formatting.LEADERBOARD_COLUMNS, *formatting.MODEL_COLUMNS]
+    assert list(board[0]) == [c.title for c in formatting.LEADERBOARD]
     model = {row["Split"]: row for row in board if row["Policy"] == "fake-model"}
     assert {split: (row["Fallbacks"], row["Tokens"]) for split, row in model.items()} == {
         "holdout": ("0 %", "600"), "train": ("0 %", "300")}
@@ -182,3 +181,21 @@ def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> 
     endpoint = session.benchmark.plan.endpoint if session.benchmark else None
     assert endpoint is not None and (endpoint.model, endpoint.mode, endpoint.api_key) == ("fake-model", "joint",
                                                                                         "hf_secret")
+
+
+def summary_row(policy: str, split: str, score: float, env_version: str, **extra: Any) -> dict[str, Any]:
+    return {"policy": policy, "split": split, "episodes": 2, "mean_score": score, "ci_low": score - 0.1,
+            "ci_high": score + 0.1, "success_rate": 0.5, "invalid_action_rate": 0.0,
+            "hard_violations_per_episode": 0.0, "mean_call_latency_s": None, "env": "org",
+            "env_version": env_version, "reward_version": "2", **extra}
+
+
+def test_the_leaderboard_names_the_environment_versions_and_ranks_each_apart() -> None:
+    rows = [summary_row("heuristic", "holdout", 0.7, "2"), summary_row("random", "holdout", 0.9, "1"),
+            summary_row("random", "holdout", 0.3, "2"), summary_row("heuristic", "holdout", 0.5, "1")]
+    board = html_table(formatting.leaderboard(benchmark.ranked(rows)))
+    assert [(r["#"], r["Policy"], r["Env"]) for r in board] == [
+        ("1", "Random", "org v1 · reward v2"), ("2", "Champion", "org v1 · reward v2"),
+        ("1", "Champion", "org v2 · reward v2"), ("2", "Random", "org v2 · reward v2")]
+    unversioned = {k: v for k, v in rows[0].items() if k not in ("env", "env_version", "reward_version")}
+    assert html_table(formatting.leaderboard(benchmark.ranked([unversioned])))[0]["Env"] == "—"

@@ -1,18 +1,20 @@
 """The Space in a real browser: `python app.py` on a loopback port, driven by Playwright with Debian's Chromium.
 
-One server and one browser for the module; every test opens its own context (its own Gradio session).
-Screenshots go to artifacts/ (gitignored).
+One server and one browser for the module; every test opens its own context (its own Gradio session). The server
+also has the toy environment registered (AAOS_ENVS, with tests/ on its PYTHONPATH), as a third-party package
+would register it; the organisation stays the default. Screenshots go to artifacts/ (gitignored).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 
 import pytest
 from fake_openai import Script, serve
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
-from ui_fixtures import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_space, wait_until
+from ui_fixtures import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, running_space, wait_until
 
 TIMEOUT_MS = 45_000
 VIEWPORT = {"width": 1280, "height": 800}
@@ -20,7 +22,8 @@ VIEWPORT = {"width": 1280, "height": 800}
 
 @pytest.fixture(scope="module")
 def space_url() -> Iterator[str]:
-    yield from running_space(ARTIFACTS / "ui_server.log")
+    path = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
+    yield from running_space(ARTIFACTS / "ui_server.log", AAOS_ENVS="toy=toy_env:KIT", PYTHONPATH=path)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +87,8 @@ def type_raw(page: Page, text: str) -> None:
 
 
 def test_the_page_loads_with_header_controls_and_six_role_cards(page: Page) -> None:
-    expect(page.locator("#aaos-header h1")).to_contain_text("Autonomous AI Organization Simulator")
+    expect(page.locator("#aaos-header h1")).to_contain_text("AAOS")
+    expect(page.locator("#aaos-header .aaos-env-about")).to_contain_text("AAOS organisation")
     expect(page.locator("#aaos-header")).to_contain_text("How to use")
     for elem_id in ("aaos-env", "aaos-task", "aaos-scenario", "aaos-seed", "aaos-reset", "aaos-run", "aaos-stop",
                     "aaos-role", "aaos-action", "aaos-queue-button", "aaos-step", "aaos-export"):
@@ -141,7 +145,7 @@ def test_an_invalid_payload_shows_an_error_and_changes_nothing(page: Page) -> No
     message = page.locator("#aaos-message .aaos-message-error")
     type_raw(page, '{"action_type": "delegate_task", "payload": {"task_id": "task_nope", "to": "engineer"}}')
     page.locator("#aaos-queue-button").click()
-    expect(message).to_contain_text("task_id 'task_nope' is not one of the current choices")
+    expect(message).to_contain_text("payload.task_id must be one of the current choices")
 
     type_raw(page, "{not json")
     page.locator("#aaos-queue-button").click()
@@ -255,3 +259,34 @@ def test_the_benchmark_tab_ranks_the_champion_above_random(page: Page) -> None:
     expect(page.locator("#aaos-bench-files a[href$='/leaderboard.csv']")).to_have_count(1)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_benchmark.png"), full_page=True)
+
+
+def test_another_environment_plays_through_the_same_page_drawn_by_its_kit(page: Page) -> None:
+    cards = page.locator("#aaos-role-cards .aaos-card")
+    pick(page, "aaos-env", "Parcels (toy)")
+    expect(cards).to_have_count(2)
+    expect(page.locator("#aaos-header .aaos-env-about")).to_contain_text("Parcels (toy)")
+    expect(page.locator("#aaos-task input")).to_have_value("Ship all (easy, 12 steps)")
+    expect(page.locator("#aaos-role input")).to_have_value("Inspector")
+    expect(card(page, "inspector").locator("h3")).to_have_text("Inspector")
+    expect(card(page, "inspector")).to_contain_text("Dock")
+    expect(page.locator("#aaos-stat-step")).to_have_text("0 / 12")
+
+    pick(page, "aaos-action", "inspect")
+    page.locator("#aaos-queue-button").click()
+    expect(page.locator("#aaos-message")).to_contain_text("Queued for Inspector: inspect")
+    page.locator("#aaos-step").click()
+    expect(page.locator("#aaos-stat-step")).to_have_text("1 / 12")
+    expect(card(page, "inspector").locator(".aaos-result")).to_contain_text("inspect")
+    expect(card(page, "packer").locator(".aaos-result")).to_contain_text("no_op")
+    page.get_by_role("tab", name="World").click()
+    expect(page.locator("#aaos-world")).to_contain_text("Scores")
+    page.get_by_role("tab", name="Play").click()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ui_toy.png"))
+
+    pick(page, "aaos-env", "AAOS organisation")
+    expect(cards).to_have_count(6)
+    expect_step(page, 0)
+    assert "Traceback" not in page.content()
+    assert "Traceback" not in (ARTIFACTS / "ui_server.log").read_text(encoding="utf-8")  # no event failed

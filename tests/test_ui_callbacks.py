@@ -6,17 +6,21 @@ import csv
 import json
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
 import pytest
-from ui_fixtures import assert_no_reprs, fingerprint, named, queue_form, queue_raw, reset, step
+from ui_fixtures import assert_no_reprs, fingerprint, queue_form, queue_raw, reset, step
 
 import aaos
+from aaos import envs
+from aaos.core import html
 from aaos.core.trajectory import TRAJECTORY_VERSION
-from aaos.ui import callbacks, charts, formatting, forms
+from aaos.envs.org.render import metric_text
+from aaos.ui import benchmark_tab, charts, formatting, forms, layout, play, wiring
 from aaos.ui.layout import build_blocks
 from aaos.ui.session import SessionClosed
 
@@ -95,13 +99,13 @@ INVALID = [
     ('{"action_type": "propose_plan", "payload": {"plan": ""}}', "payload.plan"),
     ('{"action_type": "propose_plan", "payload": {}}', "payload.plan: Field required"),
     ('{"action_type": "delegate_task", "payload": {"task_id": "task_nope", "to": "engineer"}}',
-     "task_id 'task_nope' is not one of the current choices"),
+     "payload.task_id must be one of the current choices"),
     ('{"action_type": "delegate_task", "payload": {"task_id": "task_frontend", "to": "ceo"}}', "payload.to"),
     ('{"action_type": "resolve_incident", "payload": {"incident_id": "incident_x"}}', "not possible for engineer"),
     ('{"action_type": "query_metrics", "payload": {"metric": "latency"}, "extra": 1}', "unexpected keys"),
     ('{"action_type": "query_metrics", "payload": {}}', "payload.metric: Field required"),
     ('{"action_type": "query_metrics", "payload": {"metric": "data_quality"}}',
-     "metric 'data_quality' is not one of the current choices"),
+     "payload.metric must be one of the current choices"),
 ]
 
 
@@ -134,7 +138,7 @@ def test_invalid_form_values_are_refused() -> None:
     out = queue_form(session, "engineer", "propose_plan", plan="")
     assert "Not queued" in out["message"] and "payload.plan" in out["message"]
     out = queue_form(session, "product_manager", "delegate_task", task_id="task_gone", to="engineer")
-    assert "is not one of the current choices" in out["message"]
+    assert "must be one of the current choices" in out["message"]
     assert fingerprint(session) == before
 
 
@@ -148,7 +152,7 @@ def test_raw_json_is_queued_like_the_form() -> None:
 def test_clear_queue() -> None:
     session = reset()["session"]
     queue_raw(session, "engineer", QUERY)
-    out = named(callbacks.clear_queue(None, session), ("session", "queue", "cards", "message"))
+    out = play.clear_queue(None, session)
     assert session.queue == {} and out["queue"].empty and "Queued:" not in out["cards"]
 
 
@@ -172,7 +176,7 @@ def test_roles_without_an_action_do_nothing_by_default() -> None:
 
 def test_stepping_a_finished_episode_is_refused() -> None:
     session = reset(task="org_simulation")["session"]
-    for _ in callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False):
+    for _ in play.run_agent(None, session, "heuristic", 0, "engineer", None, False):
         pass
     assert session.done
     before = fingerprint(session)
@@ -185,7 +189,7 @@ def test_stepping_a_finished_episode_is_refused() -> None:
 @pytest.mark.parametrize("policy", ["heuristic", "random"])
 def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
     session = reset(task="crisis_management", scenario="silent_data_drift", seed=3)["session"]
-    outputs = [named(o) for o in callbacks.run_agent(None, session, policy, 0, "engineer", None, False)]
+    outputs = list(play.run_agent(None, session, policy, 0, "engineer", None, False))
     assert [int(o["status"].split('id="aaos-stat-step">')[1].split(" /")[0]) for o in outputs] == list(
         range(1, len(outputs) + 1))
     assert session.done and "final" in outputs[-1]["status"] and "Episode over, final score" in outputs[-1]["message"]
@@ -204,36 +208,36 @@ def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
 def test_agent_run_continues_a_manual_episode_and_restarts_a_finished_one() -> None:
     session = reset(task="org_simulation")["session"]
     step(session)
-    runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
-    first = named(next(runs))
+    runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    first = next(runs)
     assert first["session"].step_count == 2
     for _ in runs:
         pass
-    first = named(next(callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)))
+    first = next(play.run_agent(None, session, "heuristic", 0, "engineer", None, False))
     assert first["session"].step_count == 1 and not session.done
 
 
 def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> None:
     session = reset()["session"]
-    idle = callbacks.stop_agent(session)
-    assert "No agent is running" in idle[0]
+    idle = play.stop_agent(session)
+    assert "No agent is running" in idle["message"]
 
-    runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     next(runs)
     next(runs)
-    assert callbacks.stop_agent(session) == (gr.update(),)
-    last = [named(o) for o in runs]
+    assert play.stop_agent(session) == {}
+    last = list(runs)
     assert len(last) == 1 and "Agent stopped at step 2" in last[0]["message"] and "2 / 50" in last[0]["status"]
     assert session.step_count == 2 and session.agent is None
 
-    runs = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     next(runs)
     reset(session)
     assert list(runs) == [] and session.step_count == 0
 
-    first = callbacks.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    first = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     next(first)
-    second = callbacks.run_agent(None, session, "random", 0, "engineer", None, False)
+    second = play.run_agent(None, session, "random", 0, "engineer", None, False)
     next(second)
     assert list(first) == [] and session.step_count == 2 and session.agent is not None
     second.close()
@@ -242,12 +246,12 @@ def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> 
 
 def test_export_writes_the_trajectory_and_the_action_log() -> None:
     session = reset(task="org_simulation")["session"]
-    out = named(callbacks.export(None, session), ("session", "files", "message"))
+    out = play.export(None, session)
     assert out["files"] is None and "Nothing to export yet" in out["message"]
     queue_raw(session, "engineer", QUERY)
     step(session)
     step(session, others="champion")
-    out = named(callbacks.export(None, session), ("session", "files", "message"))
+    out = play.export(None, session)
     trajectory, actions = out["files"]["value"]
     assert out["files"]["visible"] and trajectory.endswith(".jsonl") and actions.endswith(".csv")
     records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
@@ -272,10 +276,10 @@ def test_two_sessions_keep_separate_simulations() -> None:
 
 def test_closing_the_tab_frees_the_simulation() -> None:
     request = SimpleNamespace(session_hash="tab-1")
-    session = named(callbacks.reset(request, None, "org", "full_episode", "product_launch_failure", 0,
-                                    "engineer", False))["session"]
-    callbacks.unload(request)
-    assert session.closed and "tab-1" not in callbacks._OPEN
+    session = play.reset(request, None, "org", "full_episode", "product_launch_failure", 0, "engineer",
+                         False)["session"]
+    wiring.unload(request)
+    assert session.closed and "tab-1" not in wiring._OPEN
     with pytest.raises(SessionClosed):
         _ = session.env
     out = step(session)
@@ -286,9 +290,9 @@ def test_expiry_callback_frees_the_simulation() -> None:
     session = reset()["session"]
     step(session)
     trajectory, _ = session.export()
-    callbacks.close_session(session)
+    wiring.close_session(session)
     assert session.closed and not trajectory.exists()
-    callbacks.close_session(None)
+    wiring.close_session(None)
 
 
 def test_events_of_one_session_never_interleave() -> None:
@@ -304,21 +308,18 @@ def test_events_of_one_session_never_interleave() -> None:
 
 def test_role_and_action_choices_follow_the_world() -> None:
     session = reset()["session"]
-    out = named(callbacks.choose_action(None, session, "operations", "approve_resource", False),
-                ("session", *callbacks.COMPOSER))
+    out = play.choose_action(None, session, "operations", "approve_resource", False)
     legal = session.env.legal_actions("operations")
     assert "approve_resource" not in legal  # nothing is pending yet
     assert out["action_type"]["value"] == next(a for a in legal if a != "no_op")
-    out = named(callbacks.choose_action(None, session, "product_manager", "delegate_task", False),
-                ("session", *callbacks.COMPOSER))
+    out = play.choose_action(None, session, "product_manager", "delegate_task", False)
     assert out["action_type"]["value"] == "delegate_task"
     assert out["choice_0"]["visible"] and out["choice_0"]["label"] == "Task id"
     assert [value for _, value in out["choice_0"]["choices"]] == legal_ids(session, "product_manager")
     assert out["choice_1"]["choices"] == [(r, r) for r in aaos.spec("org").roles]
     assert not out["text_0"]["visible"] and not out["raw_json"]["visible"]
-    out = named(callbacks.choose_action(None, session, "engineer", "report_anomaly", False),
-                ("session", *callbacks.COMPOSER))
-    shown = {name: out[name]["label"] for name in (*callbacks.CHOICE_SLOTS, *callbacks.TEXT_SLOTS)
+    out = play.choose_action(None, session, "engineer", "report_anomaly", False)
+    shown = {name: out[name]["label"] for name in (*play.CHOICE_SLOTS, *play.TEXT_SLOTS)
              if out[name]["visible"]}
     assert shown == {"text_0": "Description", "choice_1": "Severity"}
 
@@ -330,23 +331,26 @@ def legal_ids(session: Any, role: str) -> list[str]:
 def test_raw_toggle_carries_the_form_values_into_the_json() -> None:
     session = reset()["session"]
     slots = ["task_launch_plan", "product_manager", "", ""]
-    outputs = callbacks.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
-    assert outputs[0]["visible"] and json.loads(outputs[0]["value"]) == {
+    out = play.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
+    assert out["raw_json"]["visible"] and json.loads(out["raw_json"]["value"]) == {
         "action_type": "delegate_task", "payload": {"task_id": "task_launch_plan", "to": "product_manager"}}
-    assert not any(update["visible"] for update in outputs[1:])
-    outputs = callbacks.toggle_raw(session, "product_manager", "delegate_task", False, *slots)
-    assert not outputs[0]["visible"] and outputs[1]["visible"] and outputs[2]["visible"]
+    assert not any(update["visible"] for name, update in out.items() if name != "raw_json")
+    out = play.toggle_raw(session, "product_manager", "delegate_task", False, *slots)
+    assert not out["raw_json"]["visible"] and out["choice_0"]["visible"] and out["choice_1"]["visible"]
 
 
 def test_nothing_renders_as_a_python_repr_over_a_random_episode() -> None:
     session = reset(scenario="policy_change_shock", seed=7)["session"]
-    for outputs in callbacks.run_agent(None, session, "random", 0, "operations", None, False):
-        assert_no_reprs(named(outputs))
+    for outputs in play.run_agent(None, session, "random", 0, "operations", None, False):
+        assert_no_reprs(outputs)
     assert session.done
 
 
 def test_the_environment_choice_lists_tasks_and_scenarios_of_both_splits() -> None:
-    tasks, scenarios, bench_tasks, bench_scenarios = callbacks.choose_env("org")
+    out = play.choose_env(None, reset()["session"], "org", False)
+    tasks, scenarios = out["task"], out["scenario"]
+    bench = benchmark_tab.choose_env("org")
+    bench_tasks, bench_scenarios = bench["bench_tasks"], bench["bench_scenarios"]
     assert [value for _, value in tasks["choices"]] == [t["id"] for t in aaos.list_tasks()]
     for choices in (scenarios, bench_scenarios):
         labels = dict((value, label) for label, value in choices["choices"])
@@ -357,25 +361,25 @@ def test_the_environment_choice_lists_tasks_and_scenarios_of_both_splits() -> No
 
 
 def test_text_formatting_never_shows_python_values() -> None:
-    assert formatting.text(None) == "—"
-    assert formatting.text(True) == "yes"
-    assert formatting.text({"compute": 20, "budget": 5}) == "compute 20, budget 5"
-    assert formatting.text([1, "a"]) == "1, a"
-    assert formatting.text(0.125) == "0.125"
-    assert formatting.metric_text("latency", 212.0) == "212 ms"
-    assert formatting.metric_text("error_rate", 0.021) == "2.1 %"
-    assert formatting.payload_text({"task_id": "t", "to": "engineer"}) == "task_id: t · to: engineer"
+    assert html.text(None) == "—"
+    assert html.text(True) == "yes"
+    assert html.text({"compute": 20, "budget": 5}) == "compute 20, budget 5"
+    assert html.text([1, "a"]) == "1, a"
+    assert html.text(0.125) == "0.125"
+    assert metric_text("latency", 212.0) == "212 ms"
+    assert metric_text("error_rate", 0.021) == "2.1 %"
+    assert html.payload_text({"task_id": "t", "to": "engineer"}) == "task_id: t · to: engineer"
     assert "&lt;script&gt;" in formatting.message("<script>")
 
 
 def test_the_timeline_shows_the_newest_entries_first_and_says_when_it_is_cut() -> None:
     session = reset()["session"]
-    for _ in callbacks.run_agent(None, session, "random", 0, "engineer", None, False):
+    for _ in play.run_agent(None, session, "random", 0, "engineer", None, False):
         pass
-    html = formatting.timeline(session.observation, session.records)
-    steps = [int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', html)]
+    timeline = formatting.timeline(session.observation, session.records)
+    steps = [int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', timeline)]
     assert len(steps) == formatting.TIMELINE_LIMIT and steps == sorted(steps, reverse=True)
-    assert steps[0] == session.step_count - 1 and "Older entries are in the action log" in html
+    assert steps[0] == session.step_count - 1 and "Older entries are in the action log" in timeline
     assert "Nothing has happened yet" in formatting.timeline({}, [])
 
 
@@ -383,9 +387,52 @@ def test_the_layout_keeps_one_expiring_simulation_per_tab_and_no_public_api() ->
     blocks = build_blocks()
     states = [b for b in blocks.blocks.values() if isinstance(b, gr.State)]
     assert len(states) == 1
-    assert states[0].time_to_live == callbacks.SESSION_TTL_S and states[0].delete_callback is callbacks.close_session
+    assert states[0].time_to_live == wiring.SESSION_TTL_S and states[0].delete_callback is wiring.close_session
     fns = list(blocks.fns.values())
-    assert any(fn.fn is callbacks.unload for fn in fns)
-    assert all(fn.api_visibility == "private" for fn in fns if fn.fn is not callbacks.unload)
+    assert any(fn.fn is wiring.unload for fn in fns)
+    assert all(fn.api_visibility == "private" for fn in fns if fn.fn is not wiring.unload)
     ids = {b.elem_id for b in blocks.blocks.values() if getattr(b, "elem_id", None)}
     assert {"aaos-step", "aaos-run", "aaos-stop", "aaos-reset", "aaos-queue-button", "aaos-reward-plot"} <= ids
+
+
+@pytest.fixture
+def toy() -> Iterator[str]:
+    """The toy environment registered for one test (the registry is left as it was)."""
+    aaos.register("toy", "toy_env:KIT")
+    yield "toy"
+    del envs._REGISTRY["toy"]
+    envs.kit_of.cache_clear()
+    envs.spec.cache_clear()
+
+
+def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: str) -> None:
+    session = reset()["session"]
+    out = play.choose_env(None, session, toy, False)
+    assert out["session"] is session and session.meta.env == toy and session.step_count == 0
+    assert out["cards"].count('class="aaos-card"') == 2 and "Dock" in out["cards"]
+    assert 'data-role="inspector"' in out["cards"] and "Inspector" in out["cards"]
+    assert out["role"]["choices"] == [("Inspector", "inspector"), ("Packer", "packer")]
+    assert out["role"]["value"] == "inspector" and out["action_type"]["value"] == "inspect"
+    assert (out["task"]["value"], out["scenario"]["value"], out["seed"]) == ("ship_all", "standard", 0)
+    assert "Scores" in out["world"] and out["attention"] == "" and not out["report"]["visible"]
+    assert "Parcels (toy)" in layout.header(toy) and "0 / 12" in out["status"]
+    assert_no_reprs(out)
+
+    parcel = session.env.legal_actions("inspector")["inspect"]["parcel_id"][0]
+    queued = play.queue_action(None, session, "inspector", "inspect", False, "", parcel, None, "", "")
+    assert "Queued for Inspector: inspect" in queued["message"] and "Queued:" in queued["cards"]
+    out = play.step(None, session, "champion", "inspector", None, False)
+    assert "1 / 12" in out["status"] and parcel in out["cards"]
+    for out in play.run_agent(None, session, "heuristic", 0, "packer", None, False):
+        assert_no_reprs(out)
+    assert session.done and not out["report"]["visible"]  # the toy has no report
+
+
+def test_the_end_of_episode_report_shows_once_the_episode_is_over() -> None:
+    session = reset(task="org_simulation")["session"]
+    assert not step(session)["report"]["visible"]
+    outputs = list(play.run_agent(None, session, "heuristic", 0, "engineer", None, False))
+    assert not outputs[-2]["report"]["visible"]
+    report = outputs[-1]["report"]
+    assert report["visible"] and "Episode score" in report["value"] and "Tasks delivered" in report["value"]
+    assert not reset(session)["report"]["visible"]

@@ -18,27 +18,16 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from aaos.core.trajectory import state_hash
-from aaos.ui import callbacks
+from aaos.ui import benchmark_tab, play
 from aaos.ui.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
-FULL_OUTPUTS: tuple[str, ...] = ("session", *callbacks.DASHBOARD, *callbacks.COMPOSER)
-"""The names of the outputs of reset, step and run_agent, in order."""
-QUEUE_OUTPUTS: tuple[str, ...] = ("session", "queue", "cards", "message")
-BENCH_OUTPUTS: tuple[str, ...] = ("session", *callbacks.BENCHMARK)
-"""The names of the outputs of run_benchmark, in order."""
 PYTHON_REPRS: tuple[str, ...] = ("None", "{'", "['", "True", "False", "<aaos", "object at 0x", "Traceback")
 """Text that would give away a Python repr (or a traceback) in rendered output."""
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS: tuple[str, ...] = ("--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
                                   "--disable-component-update", "--disable-sync", "--no-first-run")
-
-
-def named(outputs: Sequence[Any], names: Sequence[str] = FULL_OUTPUTS) -> dict[str, Any]:
-    """A handler's outputs by name."""
-    assert len(outputs) == len(names), f"{len(outputs)} outputs for {len(names)} names"
-    return dict(zip(names, outputs, strict=True))
 
 
 def rendered_text(value: Any) -> str:
@@ -76,14 +65,14 @@ def assert_no_reprs(outputs: dict[str, Any]) -> None:
 
 def reset(session: Session | None = None, task: str = "full_episode", scenario: str = "product_launch_failure",
           seed: float | None = 0, role: str = "engineer") -> dict[str, Any]:
-    return named(callbacks.reset(None, session, "org", task, scenario, seed, role, False))
+    return play.reset(None, session, "org", task, scenario, seed, role, False)
 
 
 def form_slots(values: dict[str, Any], session: Session, role: str, action_type: str) -> list[Any]:
     """The slot values the form would send for these payload fields (dropdowns first, then textboxes)."""
-    _, fields = callbacks.form_fields(session, role, action_type)
-    choices: list[Any] = [None] * callbacks.SLOTS
-    texts: list[Any] = [""] * callbacks.SLOTS
+    _, fields = play.form_fields(session, role, action_type)
+    choices: list[Any] = [None] * play.SLOTS
+    texts: list[Any] = [""] * play.SLOTS
     for i, field in enumerate(fields):
         if field.name in values:
             (choices if field.choices is not None else texts)[i] = values[field.name]
@@ -92,23 +81,22 @@ def form_slots(values: dict[str, Any], session: Session, role: str, action_type:
 
 def queue_form(session: Session, role: str, action_type: str, **payload: Any) -> dict[str, Any]:
     slots = form_slots(payload, session, role, action_type)
-    return named(callbacks.queue_action(None, session, role, action_type, False, "", *slots), QUEUE_OUTPUTS)
+    return play.queue_action(None, session, role, action_type, False, "", *slots)
 
 
 def queue_raw(session: Session, role: str, text: str) -> dict[str, Any]:
-    slots = [None] * callbacks.SLOTS + [""] * callbacks.SLOTS
-    return named(callbacks.queue_action(None, session, role, None, True, text, *slots), QUEUE_OUTPUTS)
+    slots = [None] * play.SLOTS + [""] * play.SLOTS
+    return play.queue_action(None, session, role, None, True, text, *slots)
 
 
 def step(session: Session, others: str = "no_op", role: str = "engineer") -> dict[str, Any]:
-    return named(callbacks.step(None, session, others, role, None, False))
+    return play.step(None, session, others, role, None, False)
 
 
 def run_agent(session: Session, name: str, mode: str = "per_role", model: str | None = None,
               base_url: str | None = None, token: str | None = None) -> Iterator[dict[str, Any]]:
-    """An agent run's updates by name, as the layout calls it (no delay between steps)."""
-    for outputs in callbacks.run_agent(None, session, name, 0, "engineer", None, False, mode, model, base_url, token):
-        yield named(outputs)
+    """An agent run's updates, as the layout calls it (no delay between steps)."""
+    yield from play.run_agent(None, session, name, 0, "engineer", None, False, mode, model, base_url, token)
 
 
 def run_benchmark(session: Session | None, policies: Sequence[str] = ("heuristic", "random"),
@@ -118,10 +106,10 @@ def run_benchmark(session: Session | None, policies: Sequence[str] = ("heuristic
                   concurrency: float | None = 4, candidate: str = "random", mode: str = "per_role",
                   model: str | None = None, base_url: str | None = None,
                   token: str | None = None) -> list[dict[str, Any]]:
-    """Every update of a benchmark run by name, as the layout calls it."""
-    return [named(outputs, BENCH_OUTPUTS) for outputs in callbacks.run_benchmark(
-        None, session, "org", list(policies), list(tasks), list(scenarios), list(splits), episodes, concurrency,
-        candidate, mode, model, base_url, token)]
+    """Every update of a benchmark run, as the layout calls it."""
+    return list(benchmark_tab.run_benchmark(None, session, "org", list(policies), list(tasks), list(scenarios),
+                                            list(splits), episodes, concurrency, candidate, mode, model, base_url,
+                                            token))
 
 
 def fingerprint(session: Session) -> tuple[str, int, dict[str, Any]]:
@@ -151,10 +139,11 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def running_space(log: Path, timeout: float = 90) -> Iterator[str]:
-    """Run `python app.py` on a free loopback port; yields its base URL and stops it afterwards."""
+def running_space(log: Path, timeout: float = 90, **variables: str) -> Iterator[str]:
+    """Run `python app.py` (with these extra environment variables) on a free loopback port; yields its base URL
+    and stops it afterwards."""
     port = free_port()
-    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
+    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False", **variables)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out,

@@ -27,7 +27,7 @@ from openai.types.chat import ChatCompletion
 
 from aaos.agents.base import Action, Policy
 from aaos.agents.prompts import action_schema, joint_messages, joint_schema, repair_message, role_messages
-from aaos.core.actions import ParsedAction, parse_action
+from aaos.core.actions import legal_problem
 from aaos.core.env import JointAction, Observation
 from aaos.core.spec import EnvSpec
 from aaos.envs import kit_of
@@ -111,16 +111,10 @@ class InvalidAnswer(ValueError):
 
 def validate_answer(spec: EnvSpec, role: str, data: Any, legal: dict[str, dict[str, Any]]) -> Action:
     """A model's decoded answer as an action, or InvalidAnswer saying what is wrong with it."""
-    parsed = parse_action(spec, role, data)
-    if not isinstance(parsed, ParsedAction):
-        raise InvalidAnswer(parsed.message)
-    if parsed.action_type not in legal:
-        raise InvalidAnswer(f"{parsed.action_type} is not legal now; legal: {', '.join(legal)}")
-    payload = dict(parsed.payload.__dict__)
-    for name, options in legal[parsed.action_type].items():
-        if isinstance(options, list) and payload.get(name) not in options:
-            raise InvalidAnswer(f"payload.{name} must be one of {options}, got {payload.get(name)!r}")
-    return {"action_type": parsed.action_type, "payload": payload}
+    parsed = legal_problem(spec, role, data, legal)
+    if isinstance(parsed, str):
+        raise InvalidAnswer(parsed)
+    return {"action_type": parsed.action_type, "payload": dict(parsed.payload.__dict__)}
 
 
 def decode(content: str | None) -> Any:

@@ -173,6 +173,31 @@ def _problem(spec: EnvSpec, role: str, raw: dict[str, Any], action_type: Any, ac
     return None
 
 
+def _listing(values: list[Any], limit: int = 12) -> str:
+    shown = ", ".join(str(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def legal_problem(spec: EnvSpec, role: str, raw: Any, legal: Mapping[str, Mapping[str, Any]]) -> ParsedAction | str:
+    """The action parsed, if `role` can take it now; otherwise a readable message saying why not.
+
+    The spec judges the shape, the permission and the payload; `legal` (the role's legal actions now) judges
+    whether the action type is possible now and whether each id is one of the current choices.
+    """
+    parsed = parse_action(spec, role, raw)
+    if not isinstance(parsed, ParsedAction):
+        return parsed.message
+    name = parsed.action_type
+    if name not in legal:
+        return (f"{name} is not possible for {role} right now (nothing to act on); "
+                f"possible now: {_listing(list(legal))}.")
+    payload = parsed.payload.model_dump()
+    for key, choices in legal[name].items():
+        if isinstance(choices, list) and payload.get(key) not in choices:
+            return f"payload.{key} must be one of the current choices ({_listing(choices)}), not '{payload.get(key)}'."
+    return parsed
+
+
 def problems(parsed: ParsedJointAction) -> list[str]:
     """A parse's problems as messages naming the role: joint-level errors, then rejected actions."""
     return [*parsed.errors, *(f"{role}: {r.message}" for role, r in parsed.rejected.items())]

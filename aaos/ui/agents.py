@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import aaos
 from aaos.agents import local_model
 from aaos.agents.base import Policy
-from aaos.agents.llm import TIERS, LLMConfig, LLMPolicy, Mode
+from aaos.agents.llm import TIERS, LLMConfig, Mode
+from aaos.bench.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_policy
+from aaos.ui import prose
 
 LOCAL_LABEL = "Local SmolLM2-135M"
 AGENTS: tuple[tuple[str, str], ...] = (
@@ -24,17 +25,8 @@ AGENTS: tuple[tuple[str, str], ...] = (
 )
 """What the Run button offers: (label, name); the baselines' names are aaos.policies names."""
 MODEL_AGENTS: tuple[str, ...] = ("local", "openai")
-MODES: tuple[tuple[str, str], ...] = (("Per role: 6 calls a step", "per_role"), ("Joint: 1 call a step", "joint"))
-DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
+MODES: tuple[tuple[str, str], ...] = tuple((label, mode) for mode, label in prose.MODE_LABELS.items())
 MODEL_EXAMPLE = "Qwen/Qwen2.5-7B-Instruct"
-DESCRIPTIONS: dict[str, str] = {
-    "heuristic": "The champion: sensible rules per role, no knowledge of hidden state.",
-    "random": "A random legal action for every role (seeded by the episode's seed).",
-    "local": "SmolLM2-135M-Instruct on this machine (llama.cpp). Weak, and slow on a small CPU: seconds to "
-             "minutes a step. Its server starts on first use.",
-    "openai": "Any OpenAI-compatible chat-completions endpoint: set it under Model settings. The token stays in "
-              "this tab only.",
-}
 
 
 def label(name: str) -> str:
@@ -50,7 +42,7 @@ def local_problem() -> str | None:
 def describe(name: str) -> tuple[str, str]:
     """What an agent is, and its kind: "info", or "error" when it cannot run here."""
     problem = local_problem() if name == "local" else None
-    return (problem, "error") if problem else (DESCRIPTIONS.get(name, ""), "info")
+    return (problem, "error") if problem else (prose.AGENTS.get(name, ""), "info")
 
 
 def endpoint(model: str | None, base_url: str | None, token: str | None, mode: str) -> LLMConfig | str:
@@ -74,9 +66,8 @@ def start_local(mode: Mode) -> LLMConfig:
 
 def build(name: str, seed: int, env: str, config: LLMConfig | None) -> Policy:
     """A fresh policy for a run: the model of `config` if given, else the named baseline."""
-    if config is not None:
-        return LLMPolicy(aaos.spec(env), config)
-    return aaos.policies.make(name, seed=seed, env=env)
+    spec = PolicySpec(name, "llm", config) if config is not None else baseline(name)
+    return build_policy(spec, env, seed)
 
 
 def call_stats(policy: Policy) -> dict[str, Any] | None:

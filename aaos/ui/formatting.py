@@ -1,192 +1,35 @@
-"""Text, HTML and tables for the Space, from what the protocol returns. Plain Python; no gradio.
+"""Generic text, HTML and tables for the Space, from what the protocol returns (the observation and info
+heads, trajectory records, benchmark summaries). Plain Python; no gradio.
 
-Every value shown goes through `text()` (never a Python repr) and every string through html escaping.
-The CSS classes used here are styled in assets/aaos.css.
+What an environment's own fields look like is its kit's business (aaos.core.kit.Rendering); the shared HTML
+pieces come from aaos.core.html. The CSS classes used here are styled in assets/aaos.css.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from aaos.bench.report import GATE_MARGIN, GateResult
+from aaos.core.html import action_text, esc, humanize, items, payload_text, pill, text
 from aaos.core.seeding import seed_split
 from aaos.core.trajectory import EpisodeMeta
+from aaos.ui import prose
 from aaos.ui.agents import ModelUsage
 
-ROLE_NAMES: dict[str, str] = {"risk_compliance": "Risk & compliance"}
-"""Display names that humanize() would not get right."""
-METRIC_UNITS: dict[str, tuple[str, float, int]] = {
-    "latency": ("ms", 1.0, 0),
-    "error_rate": ("%", 100.0, 1),
-    "uptime": ("%", 100.0, 2),
-    "data_quality": ("%", 100.0, 1),
-}
-"""How a metric is shown: unit, scale and decimals."""
 OVERSIGHT_COLUMNS: tuple[str, ...] = ("Step", "Role", "Rule", "Severity", "Penalty", "Detail")
 ACTION_COLUMNS: tuple[str, ...] = ("Step", "Role", "Action", "Payload", "Status", "Message")
 QUEUE_COLUMNS: tuple[str, ...] = ("Role", "Action", "Payload")
-LEADERBOARD_COLUMNS: tuple[str, ...] = ("#", "Policy", "Split", "Episodes", "Mean score", "95 % CI", "Success",
-                                        "Invalid actions", "Hard violations per episode")
-"""The leaderboard's columns (episode times and the rest are in the downloadable CSV)."""
-MODEL_COLUMNS: tuple[str, ...] = ("Fallbacks", "Tokens", "Latency / call")
-"""Leaderboard columns shown only when some policy called a model."""
-MODES: dict[str, str] = {"per_role": "per role", "joint": "joint"}
 TIMELINE_LIMIT = 60
 """How many timeline entries are shown (newest first)."""
 
 
-def humanize(name: str) -> str:
-    """A snake_case name as words: product_manager -> Product manager."""
-    return ROLE_NAMES.get(name) or name.replace("_", " ").capitalize()
-
-
-def initials(role: str) -> str:
-    parts = role.split("_")
-    return (parts[0][0] + parts[1][0] if len(parts) > 1 else role[:2]).upper()
-
-
-def text(value: Any) -> str:
-    """A value as readable text: no quotes, brackets or None."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".") if value == value else "—"
-    if isinstance(value, Mapping):
-        return ", ".join(f"{humanize(str(k)).lower()} {text(v)}" for k, v in value.items()) or "—"
-    if isinstance(value, list | tuple):
-        return ", ".join(text(v) for v in value) or "—"
-    return str(value)
-
-
-def esc(value: Any) -> str:
-    """A value as readable text, escaped for an HTML text node (never for an attribute)."""
-    return html.escape(text(value), quote=False)
-
-
-def payload_text(payload: Mapping[str, Any] | None) -> str:
-    """'task_id: task_frontend · to: engineer'; empty for no payload."""
-    return " · ".join(f"{k}: {text(v)}" for k, v in (payload or {}).items())
-
-
-def action_text(action: Mapping[str, Any]) -> str:
-    details = payload_text(action.get("payload"))
-    return f"{action.get('action_type') or 'invalid action'}" + (f" ({details})" if details else "")
-
-
-def metric_text(name: str, value: Any) -> str:
-    if name in METRIC_UNITS and isinstance(value, int | float):
-        unit, scale, decimals = METRIC_UNITS[name]
-        return f"{value * scale:.{decimals}f} {unit}"
-    return text(value)
-
-
 def score_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
-
-
-def pill(label: str, kind: str) -> str:
-    """A coloured label; `kind` picks the colour (a status, severity or priority)."""
-    return f'<span class="aaos-pill aaos-{html.escape(kind)}">{html.escape(label)}</span>'
-
-
-def _section(title: str, body: str, count: int | None = None) -> str:
-    counted = f' <span class="aaos-count">{count}</span>' if count is not None else ""
-    return f'<div class="aaos-section"><h4>{html.escape(title)}{counted}</h4>{body}</div>'
-
-
-def _items(rows: Sequence[str], empty: str) -> str:
-    if not rows:
-        return f'<p class="aaos-empty">{html.escape(empty)}</p>'
-    return '<ul class="aaos-items">' + "".join(f"<li>{row}</li>" for row in rows) + "</ul>"
-
-
-def _plain(_name: str, value: Any) -> str:
-    return text(value)
-
-
-def _chips(values: Mapping[str, Any], formatter: Callable[[str, Any], str] = metric_text) -> str:
-    return '<div class="aaos-chips">' + "".join(
-        f'<span class="aaos-chip"><b>{esc(humanize(k))}</b> {html.escape(formatter(k, v))}</span>'
-        for k, v in values.items()
-    ) + "</div>"
-
-
-def _result_html(result: Mapping[str, Any] | None) -> str:
-    if not result:
-        return '<p class="aaos-empty">No action yet.</p>'
-    status = result["status"]
-    return (f'<p class="aaos-result">{pill(humanize(status).lower(), status)} <code>{esc(action_text(result))}</code>'
-            f'<br><span class="aaos-msg">{esc(result.get("message"))}</span></p>')
-
-
-def _task_row(task: Mapping[str, Any]) -> str:
-    details = [f"owner {esc(task.get('owner'))}" if task.get("owner") else "no owner",
-               f"{text(task.get('effort_remaining'))} effort left", f"due step {esc(task.get('deadline_step'))}"]
-    if task.get("blocked_on"):
-        details.append(f"blocked on {esc(task['blocked_on'])}")
-    return (f"<code>{esc(task['id'])}</code> {pill(humanize(task['status']).lower(), task['status'])} "
-            f"{pill(task['priority'], task['priority'])}<br><small>{' · '.join(details)}</small>")
-
-
-def _risk_row(risk: Mapping[str, Any]) -> str:
-    return (f"<code>{esc(risk['id'])}</code> {pill(risk['severity'], risk['severity'])} "
-            f"{pill(risk['status'], risk['status'])}<br><small>{esc(risk.get('description'))}</small>")
-
-
-def _incident_row(incident: Mapping[str, Any]) -> str:
-    return (f"<code>{esc(incident['id'])}</code> {pill(incident['severity'], incident['severity'])}<br>"
-            f"<small>{esc(incident.get('title'))} · opened step {esc(incident.get('opened_step'))} · "
-            f"{esc(incident.get('effort_remaining'))} effort left · resolvers "
-            f"{esc([humanize(r) for r in incident.get('resolver_roles', [])])}</small>")
-
-
-def _hidden_or(value: Any, render: Any, empty: str) -> str:
-    if value == "hidden":
-        return '<p class="aaos-empty">Hidden from this role.</p>'
-    return _items([render(v) for v in value], empty)
-
-
-def role_card(role: str, view: Mapping[str, Any], queued: Mapping[str, Any] | None) -> str:
-    """One role's partial view as a card: last result, queued action, what it sees and may do."""
-    queued_html = (f'<p class="aaos-queued">Queued: <code>{esc(action_text(queued))}</code></p>' if queued else "")
-    resources = view.get("resources", "hidden")
-    resources_html = (_chips(resources, _plain) if isinstance(resources, Mapping)
-                      else '<p class="aaos-empty">Hidden from this role.</p>')
-    signals = [f"{pill(s['severity'], s['severity'])} {esc(s['title'])} <small>({esc(humanize(s['metric']))})</small>"
-               for s in view.get("signals", [])]
-    requests = [f"<code>{esc(r['id'])}</code> {esc(humanize(r['role']))} asks {esc(r['amount'])} "
-                f"{esc(r['resource_type'])}" for r in view.get("pending_requests", [])]
-    legal = view.get("legal_actions", {})
-    tasks = view.get("visible_tasks", [])
-    risks = view.get("risks", [])
-    body = "".join([
-        _section("Last action", _result_html(view.get("last_action_result"))),
-        queued_html,
-        _section("Metrics", _chips(view.get("system_metrics", {}))),
-        _section("Resources", resources_html),
-        _section("Signals", _items(signals, "No unreported anomalies."), len(signals)) if signals else "",
-        _section("Tasks", _items([_task_row(t) for t in tasks], "No tasks visible."), len(tasks)),
-        _section("Risks", _hidden_or(risks, _risk_row, "No known risks."),
-                 len(risks) if isinstance(risks, list) else None),
-        _section("Resource requests", _items(requests, ""), len(requests)) if requests else "",
-        _section("Can do now", f'<p class="aaos-legal">{esc(list(legal))}</p>', len(legal)),
-    ])
-    return (f'<section class="aaos-card" data-role="{html.escape(role)}">'
-            f'<header><span class="aaos-avatar aaos-role-{html.escape(role)}">{initials(role)}</span>'
-            f'<h3>{html.escape(humanize(role))}</h3></header>{body}</section>')
-
-
-def role_cards(observation: Mapping[str, Any], queue: Mapping[str, Mapping[str, Any]]) -> str:
-    """All roles' views side by side."""
-    cards = "".join(role_card(role, view, queue.get(role))
-                    for role, view in observation.get("agent_observations", {}).items())
-    return f'<div class="aaos-cards" id="aaos-role-cards">{cards}</div>'
 
 
 def status_bar(meta: EpisodeMeta, observation: Mapping[str, Any], score: float | None,
@@ -202,8 +45,6 @@ def status_bar(meta: EpisodeMeta, observation: Mapping[str, Any], score: float |
     else:
         reward = "—"
     state = pill("done", "done") if done else pill("running", "running")
-    if observation.get("degraded"):
-        state += " " + pill("service degraded", "critical")
     variant = seed_split(meta.seed)
     return (
         '<div class="aaos-status" id="aaos-status">'
@@ -219,37 +60,13 @@ def status_bar(meta: EpisodeMeta, observation: Mapping[str, Any], score: float |
     )
 
 
-def hints(observation: Mapping[str, Any]) -> str:
-    rows = [esc(h) for h in observation.get("hints", [])]
-    return f'<div class="aaos-hints"><b>What needs attention</b>{_items(rows, "Nothing pressing.")}</div>'
-
-
-def world(observation: Mapping[str, Any]) -> str:
-    """Organisation-wide facts: metrics, resources, policy, known risks, open incidents, plans."""
-    shared = next(iter(observation.get("agent_observations", {}).values()), {})  # plans and policy are shared
-    plans = [f"<code>{esc(p['id'])}</code> {pill(p['status'], p['status'])} {esc(p['plan'])}"
-             + (f" <small>decided by {esc(humanize(p['decided_by']))}</small>" if p.get("decided_by") else "")
-             for p in shared.get("plans", [])]
-    risks = observation.get("active_risks", [])
-    incidents = observation.get("active_incidents", [])
-    return (
-        '<div class="aaos-world" id="aaos-world">'
-        + _section("System metrics", _chips(observation.get("system_metrics", {})))
-        + _section("Resource pools", _chips(observation.get("resources", {}), _plain))
-        + _section("Policy", _chips(shared.get("policy", {}), _plain))
-        + _section("Known risks", _items([_risk_row(r) for r in risks], "No known, unmitigated risks."), len(risks))
-        + _section("Open incidents", _items([_incident_row(i) for i in incidents], "No open incidents."),
-                   len(incidents))
-        + _section("Plans", _items(plans, "No plans proposed yet."), len(plans))
-        + "</div>"
-    )
-
-
 def _event_entry(event: Mapping[str, Any]) -> tuple[int, int, str, str, str]:
-    answered = "answered" if event.get("responded") else "waiting for a response"
     severity = event.get("severity", "low")
-    body = (f"{pill(severity, severity)} {esc(event.get('title'))} "
-            f"<small>({esc(humanize(event.get('kind', '')).lower())}, {answered})</small>")
+    details = [humanize(event["kind"]).lower()] if event.get("kind") else []
+    if "responded" in event:
+        details.append("answered" if event["responded"] else "waiting for a response")
+    body = f"{pill(severity, severity)} {esc(event.get('title'))}"
+    body += f" <small>({esc(', '.join(details))})</small>" if details else ""
     return event.get("step", 0), 0, "event", body, "Event"
 
 
@@ -343,7 +160,7 @@ def model_usage(usage: ModelUsage | None) -> str:
     step_tokens = step["prompt_tokens"] + step["completion_tokens"]
     step_latency = step["latency_s"] / step["calls"] if step["calls"] else None
     boxes = [
-        _stat("Model", usage.model, f"{MODES.get(usage.mode, usage.mode)} · last step {usage.step_s:.1f} s"),
+        _stat("Model", usage.model, f"{usage.mode.replace('_', ' ')} · last step {usage.step_s:.1f} s"),
         _stat("Model calls", str(total["calls"]),
               f"{total['failed_calls']} failed · {total['http_retries']} retried · {total['repairs']} repaired · "
               f"last step {step['calls']}"),
@@ -371,51 +188,78 @@ def _share(value: float) -> str:
     return f"{100 * value:.0f} %"
 
 
-def _model_cells(row: Mapping[str, Any]) -> tuple[str, str, str]:
-    if row["mean_call_latency_s"] is None:  # this policy made no model calls
-        return "—", "—", "—"
-    return _share(row["fallback_rate"]), f"{row['tokens']:,}", _seconds(row["mean_call_latency_s"])
+def _env_cell(row: Mapping[str, Any]) -> str:
+    """The environment and its versions: "org v2 · reward v2"."""
+    env, version, reward = row.get("env"), row.get("env_version"), row.get("reward_version")
+    parts = [f"{env} v{version}" if version else env, f"reward v{reward}" if reward else None]
+    return " · ".join(part for part in parts if part) or "—"
 
 
-def leaderboard_cells(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """The ranked summary rows (best first within each split) as column names and cell texts; the model
-    columns (MODEL_COLUMNS) only if some policy called a model."""
+def version_key(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    """Rows with different keys were played by different environment or reward versions: never ranked together."""
+    return str(row.get("env") or ""), str(row.get("env_version") or ""), str(row.get("reward_version") or "")
+
+
+def _model_cell(cell: Callable[[Mapping[str, Any]], str]) -> Callable[[Mapping[str, Any]], str]:
+    """A model column's cell: "—" for a policy that made no model calls."""
+    return lambda row: "—" if row["mean_call_latency_s"] is None else cell(row)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A leaderboard column: its title, the cell's text from a ranked summary row, and the cell's HTML from that
+    text. `model` columns are shown only when some policy called a model."""
+
+    title: str
+    cell: Callable[[Mapping[str, Any]], str]
+    html: Callable[[str], str] = html.escape
+    model: bool = False
+
+
+LEADERBOARD: tuple[Column, ...] = (
+    Column("#", lambda r: str(r["rank"])),
+    Column("Policy", lambda r: r["policy"], lambda t: f"<b>{html.escape(t)}</b>"),
+    Column("Env", _env_cell),
+    Column("Split", lambda r: r["split"], lambda t: pill(t, t)),
+    Column("Episodes", lambda r: str(r["episodes"])),
+    Column("Mean score", lambda r: f"{r['mean_score']:.3f}"),
+    Column("95 % CI", lambda r: f"{r['ci_low']:.3f}\u2013{r['ci_high']:.3f}"),
+    Column("Success", lambda r: _share(r["success_rate"])),
+    Column("Invalid actions", lambda r: f"{100 * r['invalid_action_rate']:.1f} %"),
+    Column("Hard violations per episode", lambda r: f"{r['hard_violations_per_episode']:.2f}"),
+    Column("Fallbacks", _model_cell(lambda r: _share(r["fallback_rate"])), model=True),
+    Column("Tokens", _model_cell(lambda r: f"{r['tokens']:,}"), model=True),
+    Column("Latency / call", _model_cell(lambda r: _seconds(r["mean_call_latency_s"])), model=True),
+)
+"""The leaderboard's columns (episode times and the rest are in the downloadable CSV)."""
+
+
+def leaderboard_columns(rows: Sequence[Mapping[str, Any]]) -> list[Column]:
+    """The columns shown for these rows: the model columns only if some policy called a model."""
     models = any(row["mean_call_latency_s"] is not None for row in rows)
-    cells, rank, split = [], 0, None
-    for row in rows:
-        rank, split = (rank + 1, split) if row["split"] == split else (1, row["split"])
-        cells.append([
-            str(rank), row["policy"], row["split"], str(row["episodes"]), f"{row['mean_score']:.3f}",
-            f"{row['ci_low']:.3f}\u2013{row['ci_high']:.3f}", _share(row["success_rate"]),
-            f"{100 * row['invalid_action_rate']:.1f} %", f"{row['hard_violations_per_episode']:.2f}",
-            *(_model_cells(row) if models else ()),
-        ])
-    return [*LEADERBOARD_COLUMNS, *(MODEL_COLUMNS if models else ())], cells
+    return [column for column in LEADERBOARD if models or not column.model]
 
 
 def leaderboard(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The leaderboard as an HTML table, one group of rows per split with its best policy first."""
+    """The ranked summary rows (aaos.ui.benchmark.ranked) as an HTML table, one group of rows per environment
+    version and split with its best policy first."""
     if not rows:
-        return '<p class="aaos-empty" id="aaos-board">No results yet: press Run benchmark.</p>'
-    columns, cells = leaderboard_cells(rows)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = []
-    for row in cells:
-        rank, policy, split, *rest = (html.escape(cell) for cell in row)
-        body.append(f'<tr class="aaos-rank-{rank}"><td>{rank}</td><td><b>{policy}</b></td>'
-                    f'<td>{pill(split, split)}</td>' + "".join(f"<td>{cell}</td>" for cell in rest) + "</tr>")
+        return f'<p class="aaos-empty" id="aaos-board">{html.escape(prose.NO_RESULTS)}</p>'
+    columns = leaderboard_columns(rows)
+    head = "".join(f"<th>{html.escape(c.title)}</th>" for c in columns)
+    body = "".join(f'<tr class="aaos-rank-{row["rank"]}">' + "".join(f"<td>{c.html(c.cell(row))}</td>" for c in columns)
+                   + "</tr>" for row in rows)
     return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="aaos-board"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def gate_verdict(candidate: str, result: GateResult | str) -> str:
     """The promotion gate's verdict for `candidate` against the champion with its reasons, or why it has none."""
     title = f"<h4>Promotion gate: {esc(candidate)} vs the champion</h4>"
-    rule = (f'<p class="aaos-help">On the holdout split, a candidate is promoted only if its mean score is at most '
-            f"{GATE_MARGIN:.2f} below the champion's and its hard violations per episode do not rise.</p>")
+    rule = f'<p class="aaos-help">{html.escape(prose.GATE_RULE.format(margin=GATE_MARGIN), quote=False)}</p>'
     if isinstance(result, str):
         return f'<div class="aaos-gate" id="aaos-gate-verdict">{title}<p>{esc(result)}</p>{rule}</div>'
     kind = "applied" if result.verdict == "PROMOTE" else "rejected"
     verdict = pill(result.verdict.replace("_", " ").lower(), kind)
     return (f'<div class="aaos-gate" id="aaos-gate-verdict">{title}<p>{verdict}</p>'
-            f'{_items([esc(r) for r in result.reasons], "")}{rule}</div>')
+            f'{items([esc(r) for r in result.reasons], "")}{rule}</div>')

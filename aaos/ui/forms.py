@@ -1,5 +1,5 @@
-"""The manual-play action form: payload fields from a role's legal actions, reading them back, raw JSON,
-and checking an action before it is queued. Plain Python; no gradio.
+"""The manual-play action form: payload fields from a role's legal actions, reading them back, and raw JSON.
+Plain Python; no gradio. (Whether an action may be queued is aaos.core.actions.legal_problem's call.)
 
 A form has a fixed number of field slots (the most payload fields any action of any environment has);
 each field is either a choice among the current world's values (task ids, roles, risk ids, ...) or
@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aaos.core.actions import ParsedAction, parse_action
-from aaos.core.env import Environment
 from aaos.core.spec import EnvSpec
 
 Action = dict[str, Any]
@@ -90,29 +88,3 @@ def parse_raw(text: str | None) -> Action | str:
     if not isinstance(value, dict):
         return 'Raw JSON must be an object like {"action_type": "no_op", "payload": {}}.'
     return value
-
-
-def _listing(values: Sequence[Any], limit: int = 8) -> str:
-    shown = ", ".join(choice_label(v) for v in values[:limit])
-    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
-
-
-def check_action(env: Environment, role: str, action: Action) -> ParsedAction | str:
-    """The action parsed, if `role` can take it now; otherwise a readable message saying why not.
-
-    The environment's own parser judges the shape, the permission and the payload; the role's legal
-    actions judge whether the action type is possible now and whether each id is one of the current ones.
-    """
-    parsed = parse_action(env.spec, role, action)
-    if not isinstance(parsed, ParsedAction):
-        return parsed.message
-    legal = env.legal_actions(role)
-    name = parsed.action_type
-    if name not in legal:
-        return (f"{name} is not possible for {role} right now (nothing to act on); "
-                f"possible now: {_listing(list(legal))}.")
-    payload = parsed.payload.model_dump()
-    for field, choices in legal[name].items():
-        if isinstance(choices, list) and payload.get(field) not in choices:
-            return f"{field} '{payload.get(field)}' is not one of the current choices: {_listing(choices)}."
-    return parsed

