@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from aaos import policies
+from aaos.check import check_env
 from aaos.core import EpisodeDone, StepResult
 from aaos.core.spec import Split
 from aaos.envs import DEFAULT_ENV, env_ids, kit_of, make, register, spec
@@ -34,5 +35,5 @@ def list_scenarios(split: Split | None = None, env: str = DEFAULT_ENV) -> list[d
     return [s for s in spec(env).to_dict()["scenarios"] if split is None or s["split"] == split]
 
 
-__all__ = ["DEFAULT_ENV", "EpisodeDone", "StepResult", "env_ids", "kit_of", "list_scenarios", "list_tasks", "make",
-           "policies", "register", "spec"]
+__all__ = ["DEFAULT_ENV", "EpisodeDone", "StepResult", "check_env", "env_ids", "kit_of", "list_scenarios", "list_tasks",
+           "make", "policies", "register", "spec"]

@@ -1,5 +1,5 @@
-"""The `aaos` command: list, validate, scenarios generate, run, serve, bench, and training (collect, replay, sft,
-grpo-data)."""
+"""The `aaos` command: list, validate, scenarios generate, run, check, serve, bench, and training (collect, replay,
+sft, grpo-data). Every command reaches its environment through the registry and its kit (`--env`)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from pathlib import Path
 
 import aaos
 from aaos.bench import cli as bench_cli
-from aaos.envs.org.scenario import SCENARIO_DIR, ScenarioError, load_scenario_file
+from aaos.data import data_dir
 from aaos.server.address import add_address_arguments
 from aaos.training import cli as training_cli
 
 
 def _list(args: argparse.Namespace) -> int:
-    print("tasks:")
+    print("environments: " + ", ".join(aaos.env_ids()))
+    print(f"tasks of {args.env}:")
     for task in aaos.list_tasks(args.env):
         print(f"  {task['id']:<18} {task['difficulty']:<6} max_steps={task['max_steps']:<3} {task['description']}")
-    print("scenarios:")
+    print(f"scenarios of {args.env}:")
     for scenario in aaos.list_scenarios(env=args.env):
         print(f"  {scenario['id']:<26} {scenario['split']:<7} {scenario['title']}")
     print("policies: " + ", ".join(aaos.policies.names()))
@@ -28,34 +29,46 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    paths = args.files or sorted(str(p) for p in SCENARIO_DIR.glob("*.json"))
+    read = aaos.kit_of(args.env).scenario_file
+    if read is None:
+        raise ValueError(f"environment {args.env!r} has no scenario files (its kit reads none)")
+    folder = data_dir("scenarios") / args.env
+    paths = args.files or sorted(str(p) for p in folder.glob("*.json"))
+    if not paths:
+        raise ValueError(f"environment {args.env!r} has no built-in scenario files (none in {folder}); name the "
+                         f"files to validate")
     failed = 0
     for path in paths:
         try:
-            scenario = load_scenario_file(path)
-        except ScenarioError as error:
+            info = read(path)
+        except (OSError, ValueError) as error:
             failed += 1
-            print(f"FAIL {error}")
+            print(f"FAIL {path}")
+            print("\n".join(f"     {line}" for line in str(error).splitlines()))
             continue
-        print(f"ok   {path} ({scenario.id}, {scenario.split}, {len(scenario.tasks)} tasks, "
-              f"{len(scenario.risks)} risks, {len(scenario.events)} events)")
+        print(f"ok   {path} ({info.id}, {info.split}: {info.title})")
     return 1 if failed else 0
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from aaos.envs.org.generate import write_scenarios
-
+    write = aaos.kit_of(args.env).generate_scenarios
+    if write is None:
+        raise ValueError(f"environment {args.env!r} has no scenario generator")
     if args.seed < 0:
         raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
-    for path in write_scenarios(args.seed, args.out, args.count, args.split):
+    for path in write(args.seed, args.out, args.count, args.split):
         print(f"wrote {path}")
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    env = aaos.make(args.task, scenario=args.scenario, seed=args.seed, env=args.env)
+    declared = aaos.spec(args.env)
+    task, scenario = args.task or declared.default_task, args.scenario or declared.default_scenario
+    env = aaos.make(task, scenario=scenario, seed=args.seed, env=args.env)
     policy = aaos.policies.make(args.policy, seed=args.seed, env=args.env)
     observation = env.reset()
+    policy.reset(args.seed)
+    policy.bind(env)
     rewards = []
     while True:
         result = env.step(policy.act(observation))
@@ -64,11 +77,11 @@ def _run(args: argparse.Namespace) -> int:
         if not args.quiet:
             applied = sum(1 for r in result.info["action_results"].values() if r["status"] == "applied")
             print(f"step {result.info['step']:>2}  reward {result.reward:.3f}  score {result.info['score']:.3f}  "
-                  f"applied {applied}/6  oversight {len(result.info['oversight_events'])}")
+                  f"applied {applied}/{len(declared.roles)}  oversight {len(result.info['oversight_events'])}")
         if result.done:
             break
     summary = {
-        "task": args.task, "scenario": args.scenario, "seed": args.seed, "policy": args.policy,
+        "env": args.env, "task": task, "scenario": scenario, "seed": args.seed, "policy": args.policy,
         "steps": result.info["step"], "score": round(result.info["score"], 4),
         "components": {k: (round(v, 4) if v is not None else None)
                        for k, v in result.info["reward_breakdown"]["components"].items()},
@@ -77,6 +90,12 @@ def _run(args: argparse.Namespace) -> int:
     }
     print(json.dumps(summary, indent=None if args.quiet else 2))
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    report = aaos.check_env(args.env, episodes=args.episodes, seed=args.seed, fuzz=args.fuzz)
+    print(report)
+    return 0 if report.passed else 1
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -91,21 +110,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aaos", description="AAOS: the Autonomous AI Organization Simulator")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="list tasks, scenarios and policies")
-    p.add_argument("--env", default="org")
+    envs = aaos.env_ids()
+    env_help = f"the environment (default {aaos.DEFAULT_ENV})"
+
+    p = sub.add_parser("list", help="list environments, and an environment's tasks, scenarios and policies")
+    p.add_argument("--env", choices=envs, default=aaos.DEFAULT_ENV, help=env_help)
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("validate", help="validate scenario files (default: the built-in ones)")
+    p = sub.add_parser("validate", help="validate scenario files (default: the environment's built-in ones)")
+    p.add_argument("--env", choices=envs, default=aaos.DEFAULT_ENV, help=env_help)
     p.add_argument("files", nargs="*", help="scenario JSON files")
     p.set_defaults(func=_validate)
 
     p = sub.add_parser("scenarios", help="make scenario files (see `aaos scenarios generate -h`)")
     scenarios = p.add_subparsers(dest="scenarios_command", metavar="{generate}", required=True)
     p = scenarios.add_parser("generate", help="write new, valid scenario files drawn by a seeded procedural generator",
-                             description="Writes COUNT scenario files named <id>.json into OUT: 4-7 tasks, 3-6 hidden "
-                                         "risks, one event of each kind, pools and policy, drawn from a broad "
-                                         "distribution. The same seed gives byte-identical files. Keep a private set "
+                             description="Writes COUNT new scenario files into OUT, drawn by the environment's seeded "
+                                         "generator. The same seed gives byte-identical files. Keep a private set "
                                          "outside the repository and evaluate on it with `aaos bench --scenarios OUT`.")
+    p.add_argument("--env", choices=envs, default=aaos.DEFAULT_ENV, help=env_help)
     p.add_argument("--seed", type=int, required=True, help="generator seed (non-negative)")
     p.add_argument("--out", type=Path, required=True, help="folder to write the files into (created if needed)")
     p.add_argument("--count", type=int, default=1, help="how many scenarios to write (default 1)")
@@ -114,13 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_generate)
 
     p = sub.add_parser("run", help="play one episode with a policy and print the score")
-    p.add_argument("--env", default="org")
-    p.add_argument("--task", default="full_episode")
-    p.add_argument("--scenario", default="product_launch_failure", help="scenario id or path to a .json file")
+    p.add_argument("--env", choices=envs, default=aaos.DEFAULT_ENV, help=env_help)
+    p.add_argument("--task", help="task id (default: the environment's default task)")
+    p.add_argument("--scenario", help="scenario id or path to a scenario file (default: the environment's default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--policy", default="heuristic", choices=aaos.policies.names())
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("check", help="check an environment against the protocol (exit 1 when a check fails)",
+                       description="Runs aaos.check_env: determinism (in and across processes), malformed input, "
+                                   "JSON state and observations, clones, legal actions, the info and observation "
+                                   "contracts, reward range, return = score, the noop < random < champion ladder "
+                                   "and hidden ids. Prints one line per check.")
+    p.add_argument("env", choices=envs, help="the environment to check")
+    p.add_argument("--episodes", type=int, default=6, help="episodes per ladder policy (default 6)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the checked episodes (default 0)")
+    p.add_argument("--fuzz", type=int, default=2000, help="malformed joint actions to send (default 2000)")
+    p.set_defaults(func=_check)
 
     p = sub.add_parser("serve", help="run the HTTP/WebSocket/MCP API server (OpenEnv-compatible), without the UI")
     add_address_arguments(p)
