@@ -1,0 +1,248 @@
+"""InboxEnv: the Support Inbox behind the environment protocol.
+
+One role, triage_agent, one action a step. Emails arrive in waves; labels (category, priority) may change freely
+while an email is open; closing it (resolve, escalate or ignore) is final and is the only moment it is graded.
+The episode ends when every email has arrived and is closed, or at max_steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from aaos.core.actions import parse_joint_action, problems, result_record
+from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.reward import RewardLedger, composite
+from aaos.core.seeding import holdout_salt, rng, seed_split
+from aaos.core.spec import EnvSpec, Split
+from aaos.envs.inbox import observe
+from aaos.envs.inbox.graders import grade
+from aaos.envs.inbox.scenario import bank, builtin_scenarios, resolve_scenario
+from aaos.envs.inbox.spec import (
+    ACTIONS,
+    CLOSING_ACTIONS,
+    LABEL_ACTIONS,
+    REWARD_COMPONENTS,
+    ROLE,
+    ROLES,
+    TASKS,
+    TASKS_BY_ID,
+    VIOLATIONS,
+    WEIGHTS,
+)
+from aaos.envs.inbox.world import Email, generate
+
+DEFAULT_TASK = "medium"
+DEFAULT_SCENARIO = "saas_helpdesk"
+VERSION = "1"
+REWARD_VERSION = "1"
+
+
+def inbox_spec() -> EnvSpec:
+    return EnvSpec(
+        id="inbox",
+        title="Support Inbox",
+        description="A triage agent works a support inbox: classify each email, set its priority and close it the "
+                    "right way (resolve, escalate or ignore), urgent ones first; spam and phishing mixed in.",
+        roles=ROLES,
+        tasks=tuple(t.spec for t in TASKS),
+        scenarios=tuple(s.info() for s in builtin_scenarios().values()),
+        actions=ACTIONS,
+        reward_components=REWARD_COMPONENTS,
+        version=VERSION,
+        reward_version=REWARD_VERSION,
+        default_task=DEFAULT_TASK,
+        default_scenario=DEFAULT_SCENARIO,
+    )
+
+
+class InboxEnv(Environment):
+    """The Support Inbox. Build it with aaos.make(task, scenario=..., seed=..., env="inbox")."""
+
+    def __init__(self, task: str = DEFAULT_TASK, scenario: str = DEFAULT_SCENARIO, seed: int = 0) -> None:
+        self.spec = inbox_spec()
+        self._configure(task, scenario, seed)
+
+    def _configure(self, task: str, scenario: str, seed: int) -> None:
+        self.spec.task(task)  # raises a clear error for an unknown task
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        world = resolve_scenario(scenario)
+        inbox_task = TASKS_BY_ID[task]
+        split: Split = "holdout" if world.split == "holdout" or seed_split(seed) == "holdout" else "train"
+        salt = holdout_salt() if split == "holdout" else ""
+        self.task, self.scenario, self.seed, self.split = task, scenario, seed, split
+        self.company, self.domain, self.vip_accounts = world.company, world.domain, list(world.vip_accounts)
+        self.title = world.title
+        self.max_steps = inbox_task.spec.max_steps
+        self.escalation_budget = inbox_task.escalation_budget
+        self.last_wave = inbox_task.waves[-1]
+        self.emails: list[Email] = generate(world, bank(split), inbox_task,
+                                            rng("inbox", world.id, task, seed, split, salt))
+        self.by_id = {e.id: e for e in self.emails}
+        self.step_count = 0
+        self.escalations = 0
+        self.opened_id: str | None = None
+        self.violations: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.penalty = 0.0
+        self.last_result: dict[str, Any] | None = None
+        self.ledger = RewardLedger()
+        self.components = grade(self.emails, 0, self.max_steps)
+        self.score = composite(self.components, WEIGHTS, self.penalty)
+
+    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
+        self._configure(task or self.task, scenario or self.scenario, self.seed if seed is None else seed)
+        return self.observation()
+
+    @property
+    def done(self) -> bool:
+        return self.step_count >= self.max_steps or (
+            self.step_count >= self.last_wave and all(e.closed for e in self.emails))
+
+    def visible(self) -> list[Email]:
+        return [e for e in self.emails if e.arrives <= self.step_count]
+
+    def pending(self) -> list[str]:
+        return [e.id for e in self.visible() if not e.closed]
+
+    def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
+        if role != ROLE:
+            raise ValueError(f"unknown role {role!r}; roles are: {ROLE}")
+        return observe.legal_actions(self.pending())
+
+    def _violate(self, rule: str, detail: str) -> None:
+        severity, penalty = VIOLATIONS[rule]
+        self.penalty += penalty
+        self.violations.append({"step": self.step_count, "role": ROLE, "rule": rule, "severity": severity,
+                                "penalty": penalty, "detail": detail})
+
+    def _find(self, email_id: str) -> Email | None:
+        email = self.by_id.get(email_id)
+        return email if email is not None and email.arrives <= self.step_count else None
+
+    def _apply(self, kind: str, payload: BaseModel | None) -> tuple[str, str, str | None]:
+        """(status, message, reject reason) of one action; changes the inbox."""
+        if payload is None or kind == "no_op":
+            return "no_effect", "nothing changes", None
+        email_id: str = payload.email_id  # type: ignore[attr-defined]
+        email = self._find(email_id)
+        if email is None:  # the same answer for an id that never existed and one not yet arrived
+            return "rejected", f"no email {email_id!r} in the inbox; use an id from the inbox", "unknown_id"
+        if email.closed:
+            self._violate("relabel_after_close", f"{kind} on {email.id}, {email.status} at step {email.closed_step}")
+            return "rejected", f"{email.id} is closed ({email.status}); a closed email is final", "precondition"
+        if kind == "open_email":
+            if self.opened_id == email.id:
+                return "no_effect", f"{email.id} is already open", None
+            self.opened_id, email.opened = email.id, True
+            return "applied", f"opened {email.id}: see opened_email", None
+        if kind in LABEL_ACTIONS:
+            field, value = ("category", payload.category) if kind == "classify_email" else (  # type: ignore[attr-defined]
+                "priority", payload.level)  # type: ignore[attr-defined]
+            if getattr(email, field) == value:
+                return "no_effect", f"{email.id} is already labelled {value}", None
+            setattr(email, field, value)
+            return "applied", f"{email.id}: {field} set to {value} (graded when the email is closed)", None
+        outcome = CLOSING_ACTIONS[kind]
+        if outcome == "resolved" and email.true_category == "phishing":
+            self._violate("resolved_phishing", f"answered {email.id}, a phishing email")
+        if outcome == "ignored" and email.urgent:
+            self._violate("ignored_urgent", f"ignored {email.id}, an urgent customer email")
+        if outcome == "escalated":
+            self.escalations += 1
+            if self.escalations > self.escalation_budget:
+                self._violate("escalation_over_budget",
+                              f"escalation {self.escalations} of a budget of {self.escalation_budget}")
+        email.status, email.closed_step = outcome, self.step_count
+        return "applied", f"{email.id} {outcome}", None
+
+    def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
+        parsed = parse_joint_action(self.spec, joint_action)
+        violations_before = len(self.violations)
+        rejected = parsed.rejected.get(ROLE)
+        if rejected is not None:
+            record = rejected.to_dict(self.step_count)
+        else:
+            chosen = parsed.actions.get(ROLE)
+            kind = chosen.action_type if chosen else "no_op"
+            payload = chosen.payload if chosen else None
+            status, message, reason = self._apply(kind, payload)
+            shown = dict(payload.__dict__) if payload is not None else {}
+            record = result_record(self.step_count, ROLE, kind, shown, status, message, reason)
+        self.last_result = record
+        self.step_count += 1
+        fired = self._arrivals()
+        self.components = grade(self.emails, self.step_count, self.max_steps)
+        self.score = composite(self.components, WEIGHTS, self.penalty)
+        delivery = self.ledger.deliver(self.step_count, self.score, self.done)
+        info = {
+            "score": self.score,
+            "step": self.step_count,
+            "reward_breakdown": delivery.breakdown(self.components, self.penalty),
+            "action_results": {ROLE: record},
+            "oversight_events": self.violations[violations_before:],
+            "scenario_events": fired,
+            "errors": parsed.errors,
+        }
+        return StepResult(self.observation() if observe else None, delivery.reward, self.done, info)
+
+    def _arrivals(self) -> list[dict[str, Any]]:
+        count = sum(e.arrives == self.step_count for e in self.emails)
+        if not count:
+            return []
+        event = {"step": self.step_count, "title": f"{count} new emails arrived"}
+        self.events.append(event)
+        return [event]
+
+    def check(self, joint_action: JointAction) -> list[str]:
+        parsed = parse_joint_action(self.spec, joint_action)
+        found = problems(parsed)
+        for role, chosen in parsed.actions.items():
+            email_id = getattr(chosen.payload, "email_id", None)
+            if email_id is None:
+                continue
+            email = self._find(email_id)
+            if email is None:
+                found.append(f"{role}: no email {email_id!r} in the inbox")
+            elif email.closed:
+                found.append(f"{role}: {email_id} is closed ({email.status}); a closed email is final")
+        return found
+
+    def _view(self) -> dict[str, Any]:
+        visible = self.visible()
+        opened = self.by_id.get(self.opened_id) if self.opened_id else None
+        return {
+            "company": {"name": self.company, "domain": self.domain},
+            "vip_accounts": list(self.vip_accounts),
+            "escalations_left": max(0, self.escalation_budget - self.escalations),
+            "pending_count": sum(not e.closed for e in visible),
+            "resolved_count": sum(e.closed for e in visible),
+            "elapsed_ratio": round(self.step_count / self.max_steps, 4),
+            "inbox": [observe.email_row(e) for e in visible],
+            "opened_email": observe.opened_view(opened) if opened is not None else None,
+        }
+
+    def observation(self) -> Observation:
+        shared = self._view()
+        view = {"role": ROLE, "step": self.step_count, **shared, "legal_actions": self.legal_actions(ROLE),
+                "last_action_result": self.last_result}
+        return {
+            "task": self.task, "scenario_id": self.scenario, "scenario_title": self.title,
+            "step_count": self.step_count, "max_steps": self.max_steps, "done": self.done,
+            "agent_observations": {ROLE: view}, "scenario_events": list(self.events),
+            "partial_scores": dict(self.components),
+            "pending_count": shared["pending_count"], "resolved_count": shared["resolved_count"],
+            "elapsed_ratio": shared["elapsed_ratio"], "inbox": shared["inbox"],
+        }
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "task": self.task, "scenario": self.scenario, "seed": self.seed, "split": self.split,
+            "step": self.step_count, "max_steps": self.max_steps, "done": self.done,
+            "escalations": self.escalations, "escalation_budget": self.escalation_budget,
+            "opened_id": self.opened_id, "emails": [e.to_dict() for e in self.emails],
+            "violations": list(self.violations), "penalty": self.penalty,
+            "components": dict(self.components), "score": self.score, "held_reward": self.ledger.held,
+        }

@@ -1,0 +1,41 @@
+"""The Support Inbox's kit: everything the generic layers need of this environment (aaos.core.kit)."""
+
+from __future__ import annotations
+
+from aaos.core.env import Environment
+from aaos.core.kit import EnvKit, Rendering
+from aaos.core.spec import ScenarioInfo
+from aaos.envs.inbox import render
+from aaos.envs.inbox.champion import InboxChampion
+from aaos.envs.inbox.env import InboxEnv, inbox_spec
+from aaos.envs.inbox.guardrails import guardrail
+from aaos.envs.inbox.models import InboxObservation, InboxState
+from aaos.envs.inbox.oracle import InboxOracle
+from aaos.envs.inbox.prompting import PROMPTING
+from aaos.envs.inbox.scenario import load_scenario_file
+
+
+def hidden_ids(env: Environment) -> set[str]:
+    """Emails that have not arrived yet: no observation may name them."""
+    assert isinstance(env, InboxEnv)
+    return {e.id for e in env.emails if e.arrives > env.step_count}
+
+
+def scenario_file(path: str) -> ScenarioInfo:
+    return load_scenario_file(path).info()
+
+
+KIT = EnvKit(
+    environment=InboxEnv,
+    spec=inbox_spec,
+    champion=InboxChampion,
+    oracle=InboxOracle,
+    prompting=PROMPTING,
+    rendering=Rendering(role_card=render.role_card, world=render.world, attention=render.attention,
+                        report=render.report),
+    hidden_ids=hidden_ids,
+    guardrail=guardrail,
+    observation_model=InboxObservation,
+    state_model=InboxState,
+    scenario_file=scenario_file,
+)

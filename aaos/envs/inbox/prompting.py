@@ -1,0 +1,47 @@
+"""What a language model is told about the inbox: the world, the triage rules, the agent's brief."""
+
+from __future__ import annotations
+
+from aaos.core.kit import Prompting
+from aaos.envs.inbox.spec import (
+    CATEGORIES,
+    CHASED_AFTER,
+    ESCALATION_SHARE,
+    LARGE_DEAL_SEATS,
+    LARGE_REFUND,
+    REFUND_APPROVAL,
+)
+
+RULES = (
+    f"Rules: categories are {', '.join(CATEGORIES)}. Priority: spam and phishing are low; outages are high; "
+    "otherwise a refund request, failed payment, bug report, lockout, data-deletion request or complaint "
+    "is medium and the rest low, "
+    f"one level higher (at most high) for a sender from vip_accounts, for a sender who has chased {CHASED_AFTER} "
+    f"times or more (earlier messages in the thread), for a refund of ${LARGE_REFUND:,} or more and for an "
+    f"upgrade of {LARGE_DEAL_SEATS} seats or more. Closing: ignore spam and phishing (never resolve phishing); "
+    f"escalate outages, data-deletion requests, refunds of ${REFUND_APPROVAL:,} or more, upgrades of "
+    f"{LARGE_DEAL_SEATS} seats or more and complaints from vip_accounts; resolve the rest. Judge by what the "
+    "sender actually asks, not by the subject's words. Labels may change while an email is open; closing "
+    "(mark_resolved, escalate_email, ignore_email) is final and is the only moment the email is graded. The "
+    "score: 30 % category, 30 % priority, 30 % right closing, 10 % urgent (high) emails labelled high and closed "
+    f"right before half of max_steps, over every email that has arrived (an open email scores 0). Escalations "
+    f"beyond the budget ({ESCALATION_SHARE:.0%} of the task's emails, see escalations_left), resolving phishing, "
+    "ignoring an urgent customer and touching a closed email are violations that shrink the score."
+)
+
+BRIEF = (
+    "You triage the support inbox. Open an email (open_email) to read its whole body and thread, then label its "
+    "category (classify_email) and priority (set_priority), then close it the right way. Handle the most "
+    "pressing emails first; new emails arrive in waves."
+)
+
+VIEW_ORDER: tuple[str, ...] = ("company", "vip_accounts", "escalations_left", "inbox", "pending_count",
+                               "resolved_count", "elapsed_ratio", "opened_email")
+"""Fields that change least often first (cached prompt prefixes); the opened email, which changes most, last."""
+
+PROMPTING = Prompting(
+    world="The Support Inbox: one {roles} works a company's support inbox, one action a step.",
+    rules=RULES,
+    briefs={"triage_agent": BRIEF},
+    view_order=VIEW_ORDER,
+)
