@@ -1,0 +1,145 @@
+"""ChiefOfStaffEnv: the Chief of Staff Arena behind the environment protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.core.actions import parse_joint_action, problems, result_record
+from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.reward import RewardLedger, composite
+from aaos.core.spec import EnvSpec
+from aaos.envs.chief_of_staff import observe
+from aaos.envs.chief_of_staff import world as dynamics
+from aaos.envs.chief_of_staff.graders import grade
+from aaos.envs.chief_of_staff.scenario import builtin_scenarios, draw_plan, resolve_scenario
+from aaos.envs.chief_of_staff.spec import ACTIONS, REWARD_COMPONENTS, REWARD_WEIGHTS, ROLE, ROLES, TASKS, TASKS_BY_ID
+from aaos.envs.chief_of_staff.world import World, build_world
+
+ENV_ID = "chief_of_staff"
+DEFAULT_TASK = "steady_week"
+VERSION = "1"
+REWARD_VERSION = "1"
+
+
+def cos_spec() -> EnvSpec:
+    return EnvSpec(
+        id=ENV_ID,
+        title="Chief of Staff Arena",
+        description="A chief of staff runs a principal's calendar through contradictory requests, hidden "
+                    "preference drift and stakeholder trust that moves with a delay.",
+        roles=ROLES,
+        tasks=tuple(t.spec for t in TASKS),
+        scenarios=tuple(s.info() for s in builtin_scenarios().values()),
+        actions=ACTIONS,
+        reward_components=REWARD_COMPONENTS,
+        version=VERSION,
+        reward_version=REWARD_VERSION,
+        default_task=DEFAULT_TASK,
+    )
+
+
+class ChiefOfStaffEnv(Environment):
+    """Build it with aaos.make(task, scenario=..., seed=..., env="chief_of_staff")."""
+
+    def __init__(self, task: str = DEFAULT_TASK, scenario: str = "", seed: int = 0) -> None:
+        self.spec = cos_spec()
+        self._configure(task, scenario or self.spec.default_scenario, seed)
+
+    def _configure(self, task: str, scenario: str, seed: int) -> None:
+        self.spec.task(task)
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        definition = resolve_scenario(scenario)
+        self.task, self.scenario, self.seed = task, scenario, seed
+        self._scenario_id, self._title = definition.id, definition.title
+        self.world: World = build_world(draw_plan(definition, TASKS_BY_ID[task], seed), TASKS_BY_ID[task])
+        self._ledger = RewardLedger()
+        self._last: dict[str, Any] | None = None
+        self._components = grade(self.world)
+        self._score = composite(self._components, REWARD_WEIGHTS, self.world.penalty)
+        self._observation: Observation | None = None
+
+    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
+        self._configure(task or self.task, scenario or self.scenario, self.seed if seed is None else seed)
+        return self.observation()
+
+    @property
+    def done(self) -> bool:
+        return self.world.done
+
+    @property
+    def score(self) -> float:
+        return self._score
+
+    def observation(self) -> Observation:
+        if self._observation is None:
+            self._observation = observe.observation(self.world, self._scenario_id, self._title, self._last)
+        return self._observation
+
+    def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
+        if role != ROLE:
+            raise ValueError(f"unknown role {role!r}; roles are: {ROLE}")
+        return observe.legal_actions(self.world)
+
+    def _apply(self, kind: str, payload: dict[str, Any], events: list[dict[str, Any]]) -> dynamics.Outcome:
+        world = self.world
+        if kind == "schedule":
+            return dynamics.schedule(world, payload["request_id"], payload["day"], payload["slot"], events)
+        if kind == "defer":
+            return dynamics.defer(world, payload["request_id"], payload["to_day"])
+        if kind == "decline":
+            return dynamics.decline(world, payload["request_id"], payload["reason"])
+        if kind == "protect":
+            return dynamics.protect(world, payload["block"], payload["day"])
+        if kind == "message":
+            return dynamics.message(world, payload["audience"], payload["tone"])
+        if kind == "check_in":
+            return dynamics.check_in(world, payload["stakeholder"])
+        return "no_effect", "nothing changes", None
+
+    def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
+        world = self.world
+        parsed = parse_joint_action(self.spec, joint_action)
+        events: list[dict[str, Any]] = []
+        if ROLE in parsed.rejected:
+            record = parsed.rejected[ROLE].to_dict(world.step)
+        else:
+            chosen = parsed.actions.get(ROLE)
+            kind = chosen.action_type if chosen else "no_op"
+            payload = dict(chosen.payload.__dict__) if chosen else {}
+            status, message, reason = self._apply(kind, payload, events)
+            record = result_record(world.step, ROLE, kind, payload, status, message, reason)
+        self._last = record
+        fired = dynamics.advance(world, events)
+        self._components = grade(world)
+        self._score = composite(self._components, REWARD_WEIGHTS, world.penalty)
+        delivery = self._ledger.deliver(world.step, self._score, world.done)
+        self._observation = None
+        info = {
+            "score": self._score,
+            "step": world.step,
+            "reward_breakdown": {"components": dict(self._components), "penalty": world.penalty,
+                                 "increment": delivery.increment, "immediate": delivery.immediate,
+                                 "delayed": delivery.delayed, "released": delivery.released},
+            "action_results": {ROLE: record},
+            "oversight_events": events,
+            "scenario_events": fired,
+            "errors": parsed.errors,
+        }
+        return StepResult(self.observation() if observe else None, delivery.reward, world.done, info)
+
+    def check(self, joint_action: JointAction) -> list[str]:
+        parsed = parse_joint_action(self.spec, joint_action)
+        found = problems(parsed)
+        open_ids = {r.id for r in self.world.open()}
+        for role, action in parsed.actions.items():
+            request_id = getattr(action.payload, "request_id", None)
+            if request_id is not None and request_id not in open_ids:
+                found.append(f"{role}: no open request {request_id!r}; pick one from the queue")
+        return found
+
+    def state(self) -> dict[str, Any]:
+        data = self.world.to_dict()
+        data.update({"scenario": self._scenario_id, "seed": self.seed, "score": self._score,
+                     "components": dict(self._components), "held_reward": self._ledger.held})
+        return data

@@ -1,0 +1,103 @@
+"""The rubric: five components in [0, 1] from the ground truth (aaos.envs.chief_of_staff.spec.REWARD_COMPONENTS).
+
+    outcomes      = sum_r c_r * credit_r / sum_r c_r over arrived requests r, c_r the criticality weight
+                    (1, 2, 3, 5); credit: booked -> 0.5 ** days late (halved again if double booked), declined
+                    while a contradicting partner is booked -> 1, otherwise 0
+    relationships = 0.7 * sum_s i_s * t_s / sum_s i_s + 0.3 * min_s t_s  (i: hidden importance, t: trust;
+                    pending trust changes count once the episode is done)
+    alignment     = (requests booked in the slot their stakeholder prefers when the meeting is held; for one not
+                    held yet, the slot preferred now)
+                    / (arrived requests - those declined for a true conflict)
+    commitments   = kept / made over bookings and protections, times booked / arrived requests (so that promising
+                    little is not keeping promises; None before any is made): a booking is broken by a double
+                    booking or a contradiction, a protection by a breach
+    wellbeing     = mean over lived days of 0.7 * evening + 0.3 * morning; evening: 0 with work booked, 1 when
+                    protected or a family event, else 0.5; morning: 0 when a protected focus morning was breached,
+                    1 when protected, else 0.5 (None before the first day is lived)
+    score         = (sum_k w_k * component_k / sum_k w_k over the components not None) / (1 + P), P the sum of
+                    violation penalties (aaos.core.reward.composite)
+"""
+
+from __future__ import annotations
+
+from aaos.envs.chief_of_staff.spec import EVENING, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS
+from aaos.envs.chief_of_staff.world import BOOKED, Request, World
+
+Components = dict[str, float | None]
+FLOOR_SHARE = 0.3
+
+
+def credit(world: World, request: Request) -> float:
+    if request.status in BOOKED:
+        assert request.day is not None
+        late = max(0, request.day - request.plan.deadline)
+        return 0.5 ** late * (0.5 if request.double_booked else 1.0)
+    if request.status == "declined" and any(world.requests[p].status in BOOKED for p in request.plan.conflicts):
+        return 1.0
+    return 0.0
+
+
+def outcomes(world: World) -> float | None:
+    arrived = world.arrived()
+    total = sum(r.weight for r in arrived)
+    return sum(r.weight * credit(world, r) for r in arrived) / total if total else None
+
+
+def relationships(world: World) -> float:
+    trust = world.trust_with_pending() if world.done else world.trust
+    importance = world.plan.importance
+    weighted = sum(importance[s] * trust[s] for s in STAKEHOLDERS) / sum(importance.values())
+    return (1 - FLOOR_SHARE) * weighted + FLOOR_SHARE * min(trust.values())
+
+
+def alignment(world: World) -> float | None:
+    counted = [r for r in world.arrived() if not (r.status == "declined" and r.reason == "conflict" and r.reason_true)]
+    return sum(1 for r in counted if r.status in BOOKED and r.aligned) / len(counted) if counted else None
+
+
+def commitments(world: World) -> float | None:
+    booked = [r for r in world.requests.values() if r.status in BOOKED]
+    made = len(booked) + len(world.protections)
+    broken = sum(1 for r in booked if r.double_booked or r.contradicted) + len(world.breached)
+    arrived = len(world.arrived())
+    return (made - broken) / made * len(booked) / arrived if made and arrived else None
+
+
+def _work_in(world: World, day: int, slot: str) -> bool:
+    ids = world.bookings.get(day * SLOTS_PER_DAY + SLOTS.index(slot), [])
+    return any(world.requests[i].plan.stakeholder != "family" for i in ids)
+
+
+def wellbeing(world: World) -> float | None:
+    lived = world.step // SLOTS_PER_DAY
+    if not lived:
+        return None
+    total = 0.0
+    for day in range(lived):
+        family = any(world.requests[i].plan.stakeholder == "family"
+                     for i in world.bookings.get(day * SLOTS_PER_DAY + SLOTS.index(EVENING), []))
+        if _work_in(world, day, EVENING):
+            evening = 0.0
+        elif ("family_evening", day) in world.protections or family:
+            evening = 1.0
+        else:
+            evening = 0.5
+        if ("focus_morning", day) in world.breached:
+            morning = 0.0
+        elif ("focus_morning", day) in world.protections:
+            morning = 1.0
+        else:
+            morning = 0.5
+        total += 0.7 * evening + 0.3 * morning
+    return total / lived
+
+
+def grade(world: World) -> Components:
+    return {"outcomes": outcomes(world), "relationships": relationships(world), "alignment": alignment(world),
+            "commitments": commitments(world), "wellbeing": wellbeing(world)}
+
+
+def public_grade(world: World) -> Components:
+    """What the chief of staff can grade from its own view: trust and preferences are hidden."""
+    return {"outcomes": outcomes(world), "relationships": None, "alignment": None,
+            "commitments": commitments(world), "wellbeing": wellbeing(world)}

@@ -1,0 +1,69 @@
+"""Typed wire models of the observation and of state() (validated by the conformance checker)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CosView(_Strict):
+    role: Literal["chief_of_staff"]
+    step: int
+    now: dict[str, Any]
+    stakeholders: dict[str, dict[str, Any]]
+    drift_count: int
+    drift_steps: list[int]
+    requests: list[dict[str, Any]]
+    closed: dict[str, list[str]]
+    calendar: list[dict[str, Any]]
+    reactions: list[dict[str, Any]]
+    legal_actions: dict[str, dict[str, Any]]
+    last_action_result: dict[str, Any] | None
+
+
+class CosObservation(_Strict):
+    task: str
+    scenario_id: str
+    scenario_title: str
+    step_count: int
+    max_steps: int
+    done: bool
+    agent_observations: dict[Literal["chief_of_staff"], CosView]
+    scenario_events: list[dict[str, Any]]
+    partial_scores: dict[str, float | None]
+    drift_count: int
+
+
+class CosState(_Strict):
+    task: str
+    step: int
+    max_steps: int
+    days: int
+    done: bool
+    importance: dict[str, float]
+    trust: dict[str, float]
+    preferences: dict[str, dict[str, str]]
+    briefed_preferences: dict[str, dict[str, str]]
+    known_preferences: dict[str, dict[str, str]]
+    drifts: list[dict[str, Any]]
+    drift_count: int
+    holdout: bool
+    requests: list[dict[str, Any]]
+    protections: list[list[Any]]
+    breached: list[list[Any]]
+    pending_trust: list[dict[str, Any]]
+    news: dict[str, int]
+    reactions: list[dict[str, Any]]
+    reactions_pending: list[dict[str, Any]]
+    violations: list[dict[str, Any]]
+    penalty: float
+    scenario: str
+    seed: int
+    score: float
+    components: dict[str, float | None]
+    held_reward: float

@@ -1,0 +1,97 @@
+"""What the chief of staff sees: the queue, the calendar, coarse trust, reactions and the drift count (never what
+drifted, true preferences, importance or exact trust), and its legal actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.envs.chief_of_staff.graders import public_grade
+from aaos.envs.chief_of_staff.spec import BLOCKS, REASONS, ROLE, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS, TONES
+from aaos.envs.chief_of_staff.world import DRIFT_TITLE, REACTIONS_SHOWN, Request, World
+
+AUDIENCES: list[str] = [*STAKEHOLDERS, "all"]
+TRUST_LEVELS = ((0.4, "low"), (0.7, "medium"))
+
+
+def coarse(trust: float) -> str:
+    return next((label for bound, label in TRUST_LEVELS if trust < bound), "high")
+
+
+def request_view(world: World, request: Request) -> dict[str, Any]:
+    """A request as the chief of staff sees it: links to requests not arrived yet are not shown until they do."""
+    p = request.plan
+    known = {r for r in (*p.dependencies, *p.conflicts) if world.requests[r].status != "upcoming"}
+    booked = {"day": request.day, "slot": SLOTS[request.slot]} if request.slot is not None else None
+    return {"id": p.id, "stakeholder": p.stakeholder, "title": p.title, "criticality": p.criticality,
+            "duration": p.duration, "deadline_day": p.deadline,
+            "dependencies": [r for r in p.dependencies if r in known],
+            "conflicts": [r for r in p.conflicts if r in known], "crisis": p.crisis, "status": request.status,
+            "booked": booked,
+            "reopens_day": request.reopens}
+
+
+def calendar(world: World) -> list[dict[str, Any]]:
+    """Every day x slot from today: what is booked there and which block protects it."""
+    rows = []
+    for day in range(world.day, world.days):
+        cells = {}
+        for slot, name in enumerate(SLOTS):
+            booked = world.bookings.get(day * SLOTS_PER_DAY + slot, [])
+            cells[name] = {"booked": list(booked), "protected": world.protected(day, slot)}
+        rows.append({"day": day, "slots": cells})
+    return rows
+
+
+def legal_actions(world: World) -> dict[str, dict[str, Any]]:
+    if world.done:
+        return {"no_op": {}}
+    open_ids = [r.id for r in world.open()]
+    days = list(range(world.day, world.days))
+    legal: dict[str, dict[str, Any]] = {}
+    if open_ids:
+        legal["schedule"] = {"request_id": open_ids, "day": days, "slot": list(SLOTS)}
+        if len(days) > 1:
+            legal["defer"] = {"request_id": open_ids, "to_day": days[1:]}
+        legal["decline"] = {"request_id": open_ids, "reason": list(REASONS)}
+    legal["protect"] = {"block": list(BLOCKS), "day": days}
+    legal["message"] = {"audience": AUDIENCES, "tone": list(TONES)}
+    legal["check_in"] = {"stakeholder": list(STAKEHOLDERS)}
+    legal["no_op"] = {}
+    return legal
+
+
+def view(world: World, last_result: dict[str, Any] | None) -> dict[str, Any]:
+    queue = [request_view(world, r) for r in world.requests.values() if r.status in ("open", "deferred", "scheduled")]
+    closed = [r for r in world.requests.values() if r.status in ("held", "declined", "missed")]
+    return {
+        "role": ROLE,
+        "step": world.step,
+        "now": {"day": world.day, "slot": SLOTS[world.step % SLOTS_PER_DAY] if not world.done else None,
+                "days": world.days},
+        "stakeholders": {s: {"trust": coarse(world.trust[s]), "known_slot": world.known_slot[s],
+                             "known_tone": world.known_tone[s], "last_check_in": world.last_check[s],
+                             "awaiting_update": world.news[s]} for s in STAKEHOLDERS},
+        "drift_count": world.drift_count,
+        "drift_steps": [e["step"] for e in world.fired if e["title"] == DRIFT_TITLE],
+        "requests": queue,
+        "closed": {status: [r.id for r in closed if r.status == status] for status in ("held", "declined", "missed")},
+        "calendar": calendar(world),
+        "reactions": world.reactions[-REACTIONS_SHOWN:],
+        "legal_actions": legal_actions(world),
+        "last_action_result": last_result,
+    }
+
+
+def observation(world: World, scenario_id: str, title: str, last_result: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "task": world.task.spec.id,
+        "scenario_id": scenario_id,
+        "scenario_title": title,
+        "step_count": world.step,
+        "max_steps": world.max_steps,
+        "done": world.done,
+        "agent_observations": {ROLE: view(world, last_result)},
+        "scenario_events": list(world.fired),
+        "partial_scores": public_grade(world),
+        "drift_count": world.drift_count,
+    }

@@ -1,0 +1,53 @@
+"""The oracle: the champion's rules fed the ground truth instead of what the chief of staff last heard: the
+preference each stakeholder will hold on the day of the meeting (the hidden drift plan), their true tone and
+importance (to order the queue); it never spends a turn checking in. For calibration only: the headroom
+hidden drift leaves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aaos.core.env import Environment, JointAction, Observation
+from aaos.envs.chief_of_staff.champion import CosChampion
+from aaos.envs.chief_of_staff.spec import SLOTS_PER_DAY
+
+
+class CosOracle(CosChampion):
+    name = "oracle"
+    reads_hidden_state = True
+
+    def __init__(self) -> None:
+        self._env: Environment | None = None
+        self._truth: dict[str, dict[str, Any]] = {}
+        self._importance: dict[str, float] = {}
+        self._briefed: dict[str, dict[str, Any]] = {}
+        self._drifts: list[dict[str, Any]] = []
+
+    def bind(self, env: Environment) -> None:
+        self._env = env
+
+    def act(self, observation: Observation) -> JointAction:
+        if self._env is None:
+            raise RuntimeError("the oracle reads the ground truth: bind(env) it to the episode's environment first")
+        state = self._env.state()
+        self._truth, self._importance = state["preferences"], state["importance"]
+        self._briefed, self._drifts = state["briefed_preferences"], state["drifts"]
+        return super().act(observation)
+
+    def preferred_slot(self, view: dict[str, Any], stakeholder: str, day: int) -> str:
+        """The slot the stakeholder will prefer on `day` (the drift plan applied up to that day's morning)."""
+        slot = self._briefed[stakeholder]["slot"]
+        for drift in self._drifts:
+            if drift["stakeholder"] == stakeholder and drift["aspect"] == "slot" \
+                    and drift["step"] <= day * SLOTS_PER_DAY:
+                slot = drift["value"]
+        return str(slot)
+
+    def preferred_tone(self, view: dict[str, Any], stakeholder: str) -> str:
+        return str(self._truth[stakeholder]["tone"])
+
+    def priority(self, view: dict[str, Any], request: dict[str, Any]) -> float:
+        return super().priority(view, request) * self._importance[request["stakeholder"]]
+
+    def checks_in(self) -> bool:
+        return False

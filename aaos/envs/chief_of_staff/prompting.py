@@ -1,0 +1,20 @@
+"""What a language model is told about the Chief of Staff Arena."""
+
+from __future__ import annotations
+
+from aaos.core.kit import Prompting
+
+PROMPTING = Prompting(
+    world="You are the {roles} of a busy principal. Each step is one calendar slot (morning, midday, afternoon, "
+          "evening; four a day) and you take one action.",
+    rules=("Book each open request (schedule) in a free, unprotected slot by its deadline, after its dependencies; "
+           "a double booking, booking work into a protected block, or booking both of two contradicting requests "
+           "is a violation, and so is leaving a critical request undecided. Decline honestly (a false reason costs "
+           "more trust). Stakeholders' preferred slot and tone drift without notice: the drift count rises, and "
+           "check_in tells you what someone wants now. Trust moves days after what caused it. Messages repair trust "
+           "only when there is bad news to explain. The score weighs outcomes, relationships (no stakeholder may be "
+           "sacrificed), alignment with current preferences, kept commitments and the principal's wellbeing."),
+    briefs={"chief_of_staff": "Triage the request queue, guard family evenings, keep every stakeholder's trust and "
+                              "notice when what they want has changed."},
+    view_order=("now", "stakeholders", "drift_count", "drift_steps", "calendar", "requests", "closed", "reactions"),
+)
