@@ -1,4 +1,11 @@
-"""Baseline runner: plays the three tasks and prints the strict [START]/[STEP]/[END] log lines.
+"""Baseline runner: plays an environment's tasks and prints the strict [START]/[STEP]/[END] log lines.
+
+    python inference.py                       # every task of the default environment
+    python inference.py --env toy --task all  # any registered environment (AAOS_ENVS=toy=module:KIT adds one)
+
+Options (each also read from a variable):
+    --env ID           environment id (ENV_NAME; default: aaos.DEFAULT_ENV)
+    --task ID|all      one task, or all of the environment's tasks in its order (TASK; default all)
 
 Environment variables:
     API_BASE_URL       OpenAI-compatible endpoint (default https://router.huggingface.co/v1)
@@ -7,7 +14,7 @@ Environment variables:
     AGENT_MODE         per_role (default) or joint
     RESPONSE_FORMAT    json_schema (default), json_object (llama.cpp) or none
     ENV_BASE_URL       an AAOS server to play against over HTTP; in process when unset
-    SCENARIO           scenario id (default product_launch_failure)
+    SCENARIO           scenario id (default: the environment's default scenario)
     RUN_SEED           seed (default 42)
     MAX_STEPS          cap on steps per episode (default: the task's own max_steps)
     SUCCESS_THRESHOLD  score needed for success=true (default 0.7)
@@ -20,18 +27,21 @@ Output, per task:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import aaos
 from aaos.agents.base import Policy
-from aaos.agents.llm import LLMConfig, LLMPolicy
+from aaos.agents.llm import LLMConfig
+from aaos.bench.policies import PolicySpec, baseline, build_policy
 from aaos.bench.stats import SUCCESS_THRESHOLD
-from aaos.core.env import JointAction, StepResult
+from aaos.core.env import Environment, JointAction, StepResult
 
-TASKS = ("org_simulation", "crisis_management", "full_episode")
+ALL_TASKS = "all"
 
 
 def one_line(text: str) -> str:
@@ -55,8 +65,8 @@ class RemoteEpisode:
         self._client = AAOSEnv(base_url=base_url).sync()
         self._client.__enter__()
 
-    def reset(self, task: str, scenario: str, seed: int) -> dict[str, Any]:
-        return self._client.reset(task=task, scenario=scenario, seed=seed).observation.env_observation()
+    def reset(self, env: str, task: str, scenario: str, seed: int) -> dict[str, Any]:
+        return self._client.reset(env=env, task=task, scenario=scenario, seed=seed).observation.env_observation()
 
     def step(self, joint: JointAction) -> StepResult:
         result = self._client.step(joint)
@@ -72,15 +82,16 @@ def model_config() -> LLMConfig | None:
                               response_format=os.environ.get("RESPONSE_FORMAT", "json_schema"))
 
 
-def make_policy(config: LLMConfig | None) -> tuple[Policy, str]:
+def make_policy(config: LLMConfig | None, env: str, seed: int) -> tuple[Policy, str]:
+    """The environment's champion without a model configured, else the model."""
     if config is None:
-        return aaos.policies.make("heuristic"), "heuristic-champion"
-    return LLMPolicy(aaos.spec("org"), config), config.model
+        return build_policy(baseline("heuristic"), env, seed), "heuristic-champion"
+    return build_policy(PolicySpec(f"llm:{config.model}", "llm", config), env, seed), config.model
 
 
-def play(config: LLMConfig | None, task: str, scenario: str, seed: int, max_steps: int | None,
+def play(config: LLMConfig | None, env_id: str, task: str, scenario: str, seed: int, max_steps: int | None,
          threshold: float) -> None:
-    policy, model = make_policy(config)
+    policy, model = make_policy(config, env_id, seed)
     base_url = os.environ.get("ENV_BASE_URL", "").strip()
     rewards: list[float] = []
     steps = 0
@@ -89,11 +100,13 @@ def play(config: LLMConfig | None, task: str, scenario: str, seed: int, max_step
     remote: RemoteEpisode | None = None
     try:
         if base_url:
-            remote = env = RemoteEpisode(base_url)
+            remote = RemoteEpisode(base_url)
+            observation = remote.reset(env_id, task, scenario, seed)
+            env: RemoteEpisode | Environment = remote
         else:
-            env = aaos.make(task, scenario=scenario, seed=seed)
+            env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+            observation = env.reset()
             policy.bind(env)
-        observation = env.reset(task=task, scenario=scenario, seed=seed)
         while True:
             joint = policy.act(observation)
             result = env.step(joint)
@@ -117,16 +130,28 @@ def play(config: LLMConfig | None, task: str, scenario: str, seed: int, max_step
               f"rewards={','.join(f'{r:.2f}' for r in rewards)}", flush=True)
 
 
-def main() -> None:
-    scenario = os.environ.get("SCENARIO", "product_launch_failure")
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="inference.py", description="Play an environment's tasks and print the "
+                                                                      "[START]/[STEP]/[END] lines.")
+    parser.add_argument("--env", default=os.environ.get("ENV_NAME") or aaos.DEFAULT_ENV,
+                        help=f"environment id (ENV_NAME; default {aaos.DEFAULT_ENV})")
+    parser.add_argument("--task", default=os.environ.get("TASK") or ALL_TASKS,
+                        help="a task id of the environment, or 'all' for every task (TASK; default all)")
+    args = parser.parse_args(argv)
+    try:
+        spec = aaos.spec(args.env)
+        tasks = [t.id for t in spec.tasks] if args.task == ALL_TASKS else [spec.task(args.task).id]
+    except ValueError as error:
+        parser.error(str(error))
+    scenario = os.environ.get("SCENARIO") or spec.default_scenario
     seed = int(os.environ.get("RUN_SEED", "42"))
     max_steps = int(os.environ["MAX_STEPS"]) if os.environ.get("MAX_STEPS") else None
     threshold = float(os.environ.get("SUCCESS_THRESHOLD", str(SUCCESS_THRESHOLD)))
     config = model_config()
     if config is None:
         print("inference.py: MODEL_NAME is not set; the heuristic champion plays.", file=sys.stderr)
-    for task in TASKS:
-        play(config, task, scenario, seed, max_steps, threshold)
+    for task in tasks:
+        play(config, spec.id, task, scenario, seed, max_steps, threshold)
 
 
 if __name__ == "__main__":

@@ -34,10 +34,12 @@ def test_pass_hat_k_known_values() -> None:
     assert pass_hat_k(2, 1, 2) is None
 
 
-def _record(policy: str, split: str, score: float, hard: int = 0, seed: int = 0) -> dict[str, object]:
-    return {"policy": policy, "split": split, "env": "org", "task": "full_episode", "scenario": "s", "seed": seed,
-            "score": score, "components": {"efficiency": score}, "actions": 10, "invalid_actions": 1,
-            "hard_violations": hard, "llm": None, "wall_s": 0.1, "error": None}
+def _record(policy: str, split: str, score: float, hard: int = 0, seed: int = 0, env_version: str = "1",
+            reward_version: str = "1") -> dict[str, object]:
+    return {"policy": policy, "split": split, "env": "org", "env_version": env_version,
+            "reward_version": reward_version, "task": "full_episode", "scenario": "s", "seed": seed, "score": score,
+            "components": {"efficiency": score}, "actions": 10, "invalid_actions": 1, "hard_violations": hard,
+            "llm": None, "wall_s": 0.1, "error": None}
 
 
 def test_summary_and_gate() -> None:
@@ -63,8 +65,51 @@ def test_reports_are_written(tmp_path: Path) -> None:
     rows = summarise([_record("heuristic", "train", 0.9), _record("random", "train", 0.3)])
     paths = write_reports(rows, tmp_path)
     assert [r["policy"] for r in json.loads(paths["json"].read_text())] == ["heuristic", "random"]
-    assert paths["csv"].read_text().splitlines()[0].startswith("policy,split,episodes,mean_score")
+    assert paths["csv"].read_text().splitlines()[0].startswith(
+        "env,env_version,reward_version,policy,split,episodes,mean_score")
     assert "plotly" in paths["html"].read_text()[:100_000].lower()
+
+
+def test_rows_of_different_versions_are_never_pooled_nor_gated_together(tmp_path: Path) -> None:
+    old = [_record("heuristic", "holdout", 0.9, seed=i, reward_version="1") for i in range(4)]
+    old += [_record("candidate", "holdout", 0.5, seed=i, reward_version="1") for i in range(4)]
+    new = [_record("heuristic", "holdout", 0.6, seed=i, reward_version="2") for i in range(4)]
+    new += [_record("candidate", "holdout", 0.62, seed=i, reward_version="2") for i in range(4)]
+    lone = [_record("solo", "holdout", 0.99, seed=i, env_version="9") for i in range(4)]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in old + new + lone))
+    rows = summarise(read_records(results))
+    by_key = {(r["policy"], r["reward_version"]): r for r in rows}
+    assert len(rows) == 5  # heuristic and candidate under each reward version, solo under env version 9
+    assert by_key[("heuristic", "1")]["mean_score"] == pytest.approx(0.9)
+    assert by_key[("heuristic", "2")]["mean_score"] == pytest.approx(0.6)
+    assert all(r["episodes"] == 4 and r["env"] == "org" for r in rows)
+    verdict = gate(rows, "candidate")  # behind by 0.4 under reward v1, ahead under v2: v1 alone blocks promotion
+    assert verdict.verdict == "NO_PROMOTE" and len(verdict.reasons) == 1
+    assert "reward v1" in verdict.reasons[0] and "below the champion" in verdict.reasons[0]
+    assert gate([r for r in rows if r["reward_version"] == "2"], "candidate").verdict == "PROMOTE"
+    unmatched = gate(rows, "solo")  # the champion was never played on env version 9: nothing to compare with
+    assert unmatched.verdict == "NO_PROMOTE" and "same environment version" in unmatched.reasons[0]
+    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    assert [(r["reward_version"], r["policy"]) for r in ranked if r["env_version"] == "1"] == [
+        ("1", "heuristic"), ("1", "candidate"), ("2", "candidate"), ("2", "heuristic")]
+
+
+def test_a_resumed_run_plays_again_the_episodes_recorded_under_other_versions(tmp_path: Path) -> None:
+    import aaos
+    from aaos.bench.policies import baseline
+    from aaos.bench.runner import run
+
+    spec = aaos.spec()
+    jobs = plan_jobs(["noop"], ["org_simulation"], ["product_launch_failure"], 1, ("train",))
+    out = tmp_path / "results.jsonl"
+    [record] = run(jobs, {"noop": baseline("noop")}, out)
+    assert (record["env"], record["env_version"], record["reward_version"]) == ("org", spec.version,
+                                                                                 spec.reward_version)
+    out.write_text(json.dumps({**record, "reward_version": "stale"}) + "\n")
+    [again] = run(jobs, {"noop": baseline("noop")}, out)
+    assert again["reward_version"] == spec.reward_version
+    assert [r["reward_version"] for r in read_records(out)] == ["stale", spec.reward_version]
 
 
 def test_plan_jobs_keeps_holdout_scenarios_out_of_train() -> None:

@@ -18,9 +18,11 @@ from aaos.cli import main as cli
 from aaos.core.trajectory import TRAJECTORY_VERSION, EpisodeMeta
 from aaos.training.episodes import TrajectoryError, play, read_jsonl, split_episodes
 from aaos.training.replay import check, replay
+from aaos.training.snapshot import SnapshotError, restore
 
-FIELDS = ["version", "env", "task", "scenario", "seed", "step", "joint_action", "action_results", "reward",
-          "reward_breakdown", "score", "done", "scenario_events", "oversight_events", "state_hash", "observation"]
+FIELDS = ["version", "env", "env_version", "reward_version", "task", "scenario", "seed", "step", "joint_action",
+          "action_results", "reward", "reward_breakdown", "score", "done", "scenario_events", "oversight_events",
+          "state_hash", "observation"]
 
 
 def episode(policy: str = "heuristic", task: str = "crisis_management", scenario: str = "silent_data_drift",
@@ -106,10 +108,23 @@ def test_episodes_split_on_step_one_and_broken_sequences_are_refused(champion) -
         split_episodes([*champion[:3], {**other[3], "step": 4}])
     with pytest.raises(TrajectoryError, match="episode starts at step 1"):
         split_episodes(champion[1:])
-    with pytest.raises(TrajectoryError, match="version"):
+    with pytest.raises(TrajectoryError, match=rf"version {TRAJECTORY_VERSION + 1} is not one this reader knows"):
         split_episodes([{**champion[0], "version": TRAJECTORY_VERSION + 1}])
+    with pytest.raises(TrajectoryError, match=r"version 1 is older .* lack env_version and reward_version"):
+        split_episodes([{**champion[0], "version": 1}])
     with pytest.raises(TrajectoryError, match="a record lacks seed, joint_action"):
         split_episodes([{k: v for k, v in champion[0].items() if k not in ("seed", "joint_action")}])
+
+
+@pytest.mark.parametrize("field", ["env_version", "reward_version"])
+def test_replay_refuses_an_episode_of_another_environment_or_reward_version(champion, field: str) -> None:
+    spec = aaos.spec("org")
+    assert (champion[0]["env_version"], champion[0]["reward_version"]) == (spec.version, spec.reward_version)
+    other = [{**record, field: "0-old"} for record in champion]
+    with pytest.raises(TrajectoryError, match=r"recorded with 'org' version .*0-old.* this checkout has version"):
+        check(other)
+    with pytest.raises(SnapshotError, match=r"does not restore: the episode was recorded with 'org'"):
+        restore({**next(replay(champion)).snapshot, field: "0-old"})
 
 
 def test_read_jsonl_names_the_bad_line(tmp_path: Path) -> None:
@@ -185,7 +200,7 @@ from aaos.cli import main
 assert main(["collect", "--task", "org_simulation", "--scenario", "product_launch_failure", "--episodes", "1",
              "--out", {str(tmp_path / "e.jsonl")!r}]) == 0
 assert main(["grpo-data", {str(tmp_path / "e.jsonl")!r}, "--out", {str(tmp_path / "g.jsonl")!r}]) == 0
-print(aaos.training.OrgEnvironment().reset is not None)
+print(aaos.training.DefaultEnvironment().reset is not None)
 """
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

@@ -1,4 +1,4 @@
-"""OrgEnvironment, the class for TRL's GRPOTrainer(environment_factory=...), used as TRL uses it."""
+"""environment_class("org"), the class for TRL's GRPOTrainer(environment_factory=...), used as TRL uses it."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 import aaos
 from aaos.agents.prompts import role_user_prompt
 from aaos.core.trajectory import EpisodeMeta
-from aaos.training import INVALID_REWARD, OrgEnvironment, grpo_rows, reward_fn
+from aaos.training import INVALID_REWARD, DefaultEnvironment, environment_class, grpo_rows, reward_fn
 from aaos.training.episodes import play
 
 SPEC = aaos.spec("org")
+OrgEnvironment = environment_class("org")
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +33,11 @@ def tools(environment: Any) -> dict[str, Any]:
     return {name: getattr(environment, name)
             for name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
             if not name.startswith("_") and name not in ("reset", "get_reward")}
+
+
+def test_the_default_class_is_the_default_environments_named_after_it() -> None:
+    assert DefaultEnvironment.__name__ == f"{aaos.DEFAULT_ENV.capitalize()}Environment" == OrgEnvironment.__name__
+    assert sorted(tools(DefaultEnvironment())) == sorted(a.name for a in aaos.spec().actions)
 
 
 def test_there_is_one_tool_per_action_type_typed_from_its_payload() -> None:

@@ -12,8 +12,9 @@ from typing import Any
 import aaos
 from aaos.core.trajectory import TRAJECTORY_VERSION, EpisodeMeta, state_hash, step_record, write_jsonl
 
-FIELDS = ["version", "env", "task", "scenario", "seed", "step", "joint_action", "action_results", "reward",
-          "reward_breakdown", "score", "done", "scenario_events", "oversight_events", "state_hash"]
+FIELDS = ["version", "env", "env_version", "reward_version", "task", "scenario", "seed", "step", "joint_action",
+          "action_results", "reward", "reward_breakdown", "score", "done", "scenario_events", "oversight_events",
+          "state_hash"]
 
 
 def champion_records(task: str = "crisis_management", scenario: str = "product_launch_failure",
@@ -36,9 +37,10 @@ def test_a_record_has_exactly_the_documented_fields_as_plain_json() -> None:
     records = champion_records()
     assert all(list(record) == FIELDS for record in records)
     first, last = records[0], records[-1]
-    assert first["version"] == TRAJECTORY_VERSION == 1
-    assert (first["env"], first["task"], first["scenario"], first["seed"]) == (
-        "org", "crisis_management", "product_launch_failure", 1)
+    assert first["version"] == TRAJECTORY_VERSION
+    spec = aaos.spec("org")
+    assert (first["env"], first["env_version"], first["reward_version"]) == ("org", spec.version, spec.reward_version)
+    assert (first["task"], first["scenario"], first["seed"]) == ("crisis_management", "product_launch_failure", 1)
     assert [r["step"] for r in records] == list(range(1, len(records) + 1))
     assert last["done"] and not any(r["done"] for r in records[:-1])
     assert set(first["reward_breakdown"]) == {"components", "penalty", "increment", "immediate", "delayed", "released"}

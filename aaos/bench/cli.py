@@ -12,16 +12,13 @@ from typing import Any
 from tqdm import tqdm
 
 import aaos
-from aaos.agents.llm import LLMConfig
 from aaos.bench import ray_backend
 from aaos.bench.hub import check_push_target, push_results
-from aaos.bench.policies import BASELINES, PolicySpec, baseline
+from aaos.bench.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, read_records, run, salt_mismatch
 from aaos.bench.stats import summarise
 from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
-
-MODEL_POLICIES = ("llm", "guarded", "local")
 
 
 def add_parser(sub: Any) -> None:
@@ -29,14 +26,15 @@ def add_parser(sub: Any) -> None:
                        description="Runs every policy on every task and scenario with N seeds per split; writes "
                                    "results.jsonl (resumable), leaderboard.csv/.json/.md/.html and gate.json.")
     p.add_argument("--policy", action="append", default=None,
-                   help=f"repeatable: {', '.join(BASELINES + MODEL_POLICIES)} (default: heuristic, random, noop); "
+                   help=f"repeatable: {', '.join(POLICY_NAMES)} (default: heuristic, random, noop); "
                         "llm and guarded use --model/--base-url (token from HF_TOKEN), local starts SmolLM2")
     p.add_argument("--model", help="model name for llm/guarded")
-    p.add_argument("--base-url", default="https://router.huggingface.co/v1")
+    p.add_argument("--base-url", default=DEFAULT_BASE_URL)
     p.add_argument("--secondary-model", help="fallback model on the same base URL before the champion")
     p.add_argument("--mode", choices=("per_role", "joint"), default="per_role")
     p.add_argument("--response-format", choices=("json_schema", "json_object", "none"), default="json_schema")
-    p.add_argument("--env", default="org")
+    p.add_argument("--env", default=aaos.DEFAULT_ENV, help=f"environment id (default {aaos.DEFAULT_ENV}; registered: "
+                                                          "see aaos.env_ids(), AAOS_ENVS adds more)")
     p.add_argument("--task", action="append", help="repeatable (default: all tasks)")
     p.add_argument("--scenario", action="append",
                    help="repeatable: a scenario id or a .json file (default: all built-in scenarios, unless "
@@ -74,33 +72,18 @@ def add_parser(sub: Any) -> None:
 
 
 def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
-    names = args.policy or ["heuristic", "random", "noop"]
-    specs: dict[str, PolicySpec] = {}
-    for name in names:
-        if name in BASELINES:
-            specs[name] = baseline(name)
-        elif name == "local":
-            from aaos.agents.local_model import shared_server
-
-            specs[name] = PolicySpec("local-smollm2", "llm", shared_server().config(args.mode))
-        elif name in ("llm", "guarded"):
-            if not args.model:
-                raise ValueError(f"--policy {name} needs --model")
-            token = os.environ.get("HF_TOKEN", "")
-            config = LLMConfig(args.model, args.base_url, token, mode=args.mode, response_format=args.response_format)
-            secondary = (LLMConfig(args.secondary_model, args.base_url, token, mode=args.mode,
-                                   response_format=args.response_format) if args.secondary_model else None)
-            specs[name] = PolicySpec(f"{name}:{args.model}", name, config, secondary)
-        else:
-            raise ValueError(f"unknown policy {name!r}; choose from: {', '.join(BASELINES + MODEL_POLICIES)}")
-    return {spec.name: spec for spec in specs.values()}
+    specs = [policy_spec(name, args.model, args.base_url, args.mode, args.response_format, args.secondary_model)
+             for name in dict.fromkeys(args.policy or ["heuristic", "random", "noop"])]
+    return {spec.name: spec for spec in specs}
 
 
-def scenario_files(folder: Path) -> list[str]:
-    """The *.json scenario files in `folder`, sorted by name, as scenario names the runner takes (their paths); a
-    missing or empty folder, or any invalid file, raises ValueError naming each bad file and field."""
-    from aaos.envs.org.scenario import ScenarioError, load_scenario_file
-
+def scenario_files(folder: Path, env: str = aaos.DEFAULT_ENV) -> list[str]:
+    """The *.json scenario files of environment `env` in `folder`, sorted by name, as scenario names the runner
+    takes (their paths), each read by the environment's kit; an environment without scenario files, a missing or
+    empty folder, or any invalid file, raises ValueError naming each bad file and field."""
+    read = aaos.kit_of(env).scenario_file
+    if read is None:
+        raise ValueError(f"--scenarios {folder}: environment {env!r} has no scenario files (its kit reads none)")
     if not folder.is_dir():
         raise ValueError(f"--scenarios {folder}: no such folder")
     paths = sorted(folder.glob("*.json"))
@@ -109,8 +92,8 @@ def scenario_files(folder: Path) -> list[str]:
     problems = []
     for path in paths:
         try:
-            load_scenario_file(path)
-        except ScenarioError as error:
+            read(str(path))
+        except ValueError as error:
             problems.append(str(error))
     if problems:
         raise ValueError(f"--scenarios {folder}: {len(problems)} of {len(paths)} scenario files are invalid "
@@ -144,9 +127,7 @@ def _bench(args: argparse.Namespace) -> int:
     tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
     scenarios = list(args.scenario or [])
     if args.scenarios is not None:
-        if args.env != "org":
-            raise ValueError(f"--scenarios takes org scenario files; --env is {args.env!r}")
-        scenarios += [path for path in scenario_files(args.scenarios) if path not in scenarios]
+        scenarios += [path for path in scenario_files(args.scenarios, args.env) if path not in scenarios]
     scenarios = scenarios or [s["id"] for s in aaos.list_scenarios(env=args.env)]
     splits = ("train", "holdout") if args.split == "both" else (args.split,)
     jobs = plan_jobs(list(specs), tasks, scenarios, args.episodes, splits, args.env)

@@ -157,8 +157,10 @@ def _card_body(folder: Path, repo_id: str, run_path: str) -> str:
         "## Load the episode records\n\n"
         "```python\nfrom datasets import load_dataset\n\n"
         f'episodes = load_dataset("{repo_id}", split="{SPLIT}")\n```\n\n'
-        "One row per episode: policy, env, task, scenario, seed, split (train or holdout), score and its "
-        "components, actions, invalid actions, hard violations, model accounting, error.\n"
+        "One row per episode: policy, env, env_version, reward_version, task, scenario, seed, split (train or "
+        "holdout), score and its components, actions, invalid actions, hard violations, model accounting, error. "
+        "Compare scores only between rows of the same env, env_version and reward_version: the leaderboard "
+        "never pools them.\n"
     )
 
 

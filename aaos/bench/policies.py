@@ -1,19 +1,25 @@
-"""What the benchmark can run: named policy specs, and building a fresh policy from one per episode."""
+"""Policies by name, in one place: the named policy specs the benchmark, the training commands and inference.py
+take (`policy_spec`), and building a fresh policy from one per episode (`build_policy`)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 import aaos
 from aaos.agents.advisor import GuardedAdvisor
 from aaos.agents.base import Policy
-from aaos.agents.llm import LLMConfig, LLMPolicy
+from aaos.agents.llm import LLMConfig, LLMPolicy, Mode, ResponseFormat
 
 Kind = Literal["noop", "random", "heuristic", "oracle", "llm", "guarded"]
 BASELINES: tuple[str, ...] = ("noop", "random", "heuristic", "oracle")
 """Rule-based policies by aaos.policies name; "oracle" reads hidden state: a reference row, never an agent."""
+MODEL_POLICIES: tuple[str, ...] = ("llm", "guarded", "local")
+"""Model policies: llm and guarded call a model at an OpenAI-compatible URL; local starts SmolLM2 here."""
+POLICY_NAMES = BASELINES + MODEL_POLICIES
+DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,28 @@ def baseline(name: str) -> PolicySpec:
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r}; choose one of: {', '.join(BASELINES)}")
     return PolicySpec(name, name)  # type: ignore[arg-type]
+
+
+def policy_spec(name: str, model: str | None = None, base_url: str = DEFAULT_BASE_URL, mode: Mode = "per_role",
+                response_format: ResponseFormat = "json_schema", secondary_model: str | None = None) -> PolicySpec:
+    """The spec of a policy name (POLICY_NAMES): a baseline; llm or guarded with `model` at `base_url` (token
+    from HF_TOKEN), `secondary_model` the fallback on the same URL; or local, the SmolLM2 server (started here,
+    on first use). ValueError for an unknown name or a model policy without `model`."""
+    if name in BASELINES:
+        return baseline(name)
+    if name == "local":
+        from aaos.agents.local_model import shared_server  # starts a llama.cpp server: only when asked
+
+        return PolicySpec("local-smollm2", "llm", shared_server().config(mode))
+    if name not in MODEL_POLICIES:
+        raise ValueError(f"unknown policy {name!r}; choose from: {', '.join(POLICY_NAMES)}")
+    if not model:
+        raise ValueError(f"--policy {name} needs --model")
+    token = os.environ.get("HF_TOKEN", "")
+    config = LLMConfig(model, base_url, token, mode=mode, response_format=response_format)
+    secondary = (LLMConfig(secondary_model, base_url, token, mode=mode, response_format=response_format)
+                 if secondary_model else None)
+    return PolicySpec(f"{name}:{model}", name, config, secondary)  # type: ignore[arg-type]
 
 
 def build_policy(spec: PolicySpec, env: str, seed: int, call_limit: asyncio.Semaphore | None = None) -> Policy:

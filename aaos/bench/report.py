@@ -1,4 +1,8 @@
-"""Leaderboard files (CSV, JSON, Markdown), a Plotly chart, and the holdout promotion gate."""
+"""Leaderboard files (CSV, JSON, Markdown), a Plotly chart, and the holdout promotion gate.
+
+Summary rows are of one environment version and reward version each (aaos.bench.stats.VERSION_KEYS): the
+leaderboard ranks policies within each, and the gate compares a candidate with the champion only on rows of
+the same versions."""
 
 from __future__ import annotations
 
@@ -10,14 +14,26 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from aaos.bench.stats import VERSION_KEYS
+
 GATE_MARGIN = 0.02
 """A candidate may trail the champion's holdout mean by at most this much and still be promoted."""
-LEADERBOARD_COLUMNS = ("policy", "split", "episodes", "mean_score", "ci_low", "ci_high", "success_rate")
+LEADERBOARD_COLUMNS = (*VERSION_KEYS, "policy", "split", "episodes", "mean_score", "ci_low", "ci_high", "success_rate")
+
+
+def versions_of(row: dict[str, Any]) -> tuple[str, ...]:
+    """The environment and versions a summary row is of, as text (None, in rows of old records, as "None")."""
+    return tuple(str(row.get(key)) for key in VERSION_KEYS)
+
+
+def _label(version: tuple[str, ...]) -> str:
+    env, env_version, reward_version = version
+    return f"{env} v{env_version} (reward v{reward_version})"
 
 
 def leaderboard(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Summary rows ranked within each split by mean score, best first."""
-    return sorted(rows, key=lambda r: (r["split"], -r["mean_score"], r["policy"]))
+    """Summary rows ranked within each environment version and split by mean score, best first."""
+    return sorted(rows, key=lambda r: (versions_of(r), r["split"], -r["mean_score"], r["policy"]))
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -34,13 +50,15 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def chart(rows: list[dict[str, Any]]) -> go.Figure:
-    """Mean score with its 95 % interval, per policy, one bar group per split."""
+    """Mean score with its 95 % interval, per policy, one bar group per split; with rows of several environment
+    versions, each bar is labelled with its version too."""
     figure = go.Figure()
+    several = len({versions_of(r) for r in rows}) > 1
     for split in sorted({r["split"] for r in rows}):
         subset = [r for r in rows if r["split"] == split]
         figure.add_bar(
             name=split,
-            x=[r["policy"] for r in subset],
+            x=[f"{r['policy']}, {_label(versions_of(r))}" if several else r["policy"] for r in subset],
             y=[r["mean_score"] for r in subset],
             error_y={"type": "data", "symmetric": False,
                      "array": [r["ci_high"] - r["mean_score"] for r in subset],
@@ -80,23 +98,33 @@ class GateResult:
 
 def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic",
          margin: float = GATE_MARGIN) -> GateResult:
-    """Promote the candidate only if, on the holdout split, its mean is not below the champion's by more
-    than `margin` and its hard violations per episode do not increase."""
-    holdout = {r["policy"]: r for r in rows if r["split"] == "holdout"}
-    missing = [p for p in (candidate, champion) if p not in holdout]
-    if missing:
-        return GateResult("NO_PROMOTE", [f"no holdout results for {', '.join(missing)}"])
-    cand, champ = holdout[candidate], holdout[champion]
-    reasons = []
-    gap = champ["mean_score"] - cand["mean_score"]
-    if gap > margin:
-        reasons.append(f"holdout mean {cand['mean_score']:.3f} is {gap:.3f} below the champion's "
-                       f"{champ['mean_score']:.3f} (allowed {margin:.3f})")
-    if cand["hard_violations_per_episode"] > champ["hard_violations_per_episode"]:
-        reasons.append(f"hard violations per episode rise from {champ['hard_violations_per_episode']:.2f} "
-                       f"to {cand['hard_violations_per_episode']:.2f}")
-    if reasons:
-        return GateResult("NO_PROMOTE", reasons)
-    return GateResult("PROMOTE", [f"holdout mean {cand['mean_score']:.3f} vs champion {champ['mean_score']:.3f}; "
-                                  f"hard violations {cand['hard_violations_per_episode']:.2f} vs "
-                                  f"{champ['hard_violations_per_episode']:.2f}"])
+    """Promote the candidate only if, on the holdout split of every environment version both were played on
+    (rows of different versions are never compared), its mean is not below the champion's by more than
+    `margin` and its hard violations per episode do not increase."""
+    holdout: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        if row["split"] == "holdout":
+            holdout.setdefault(versions_of(row), {})[row["policy"]] = row
+    shared = sorted(version for version, policies in holdout.items() if {candidate, champion} <= set(policies))
+    if not shared:
+        played = {p for policies in holdout.values() for p in policies}
+        missing = [p for p in (candidate, champion) if p not in played]
+        reason = (f"no holdout results for {', '.join(missing)}" if missing else
+                  f"no holdout results for {candidate} and {champion} on the same environment version and reward "
+                  "version")
+        return GateResult("NO_PROMOTE", [reason])
+    reasons, evidence = [], []
+    for version in shared:
+        cand, champ = holdout[version][candidate], holdout[version][champion]
+        where = f"{_label(version)}: " if len(shared) > 1 else ""
+        gap = champ["mean_score"] - cand["mean_score"]
+        if gap > margin:
+            reasons.append(f"{where}holdout mean {cand['mean_score']:.3f} is {gap:.3f} below the champion's "
+                           f"{champ['mean_score']:.3f} (allowed {margin:.3f})")
+        if cand["hard_violations_per_episode"] > champ["hard_violations_per_episode"]:
+            reasons.append(f"{where}hard violations per episode rise from "
+                           f"{champ['hard_violations_per_episode']:.2f} to {cand['hard_violations_per_episode']:.2f}")
+        evidence.append(f"{where}holdout mean {cand['mean_score']:.3f} vs champion {champ['mean_score']:.3f}; "
+                        f"hard violations {cand['hard_violations_per_episode']:.2f} vs "
+                        f"{champ['hard_violations_per_episode']:.2f}")
+    return GateResult("NO_PROMOTE", reasons) if reasons else GateResult("PROMOTE", evidence)

@@ -8,7 +8,9 @@ repeating anything.
 A scenario is a built-in id or a path to a scenario file (*.json; its split is read from the file). Every record
 carries `holdout_salt`: the fingerprint (aaos.core.seeding.salt_fingerprint) of the holdout salt its episode was
 played under, None without one; the salt itself is never written. A holdout record of another salt is not taken as
-done on resume: its episode is a different one.
+done on resume: its episode is a different one. Every record also carries `env_version` and `reward_version`, the
+environment's versions it was played under: a record of other versions than the registered environment's is not
+taken as done on resume either (it is played again), and summaries never pool records of different versions.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from typing import Any
 import aaos
 from aaos.agents.base import Policy
 from aaos.bench.policies import PolicySpec, build_policy
-from aaos.bench.stats import HARD_SEVERITIES, SUCCESS_THRESHOLD
+from aaos.bench.stats import SUCCESS_THRESHOLD
+from aaos.core.info import HARD_SEVERITIES
 from aaos.core.seeding import salt_fingerprint, seed_split, split_seeds
 from aaos.core.spec import Split
 from aaos.core.trajectory import EpisodeMeta, step_record
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+"""Version 2 added env_version and reward_version."""
 Progress = Callable[[int, int, dict[str, Any]], None]
 """Called as each episode is recorded: (jobs with a record, jobs in the run, the record)."""
 
@@ -52,26 +56,40 @@ class Job:
 
 
 @lru_cache(maxsize=1024)
-def _file_split(path: str, mtime_ns: int) -> Split:
-    from aaos.envs.org.scenario import load_scenario_file
+def _file_split(env: str, path: str, mtime_ns: int) -> Split | None:
+    read = aaos.kit_of(env).scenario_file
+    return read(path).split if read is not None else None
 
-    return load_scenario_file(path).split
 
-
-def scenario_split(scenario: str, env: str = "org") -> Split | None:
-    """The split of a built-in scenario (by id) or of a scenario file (a path ending in .json; an unreadable or
-    invalid file raises ScenarioError); None for a name that is neither."""
+def scenario_split(scenario: str, env: str = aaos.DEFAULT_ENV) -> Split | None:
+    """The split of a built-in scenario (by id) or of a scenario file (a path ending in .json, read by the
+    environment's kit; an unreadable or invalid file raises ValueError); None for a name that is neither, or a
+    file of an environment without scenario files."""
     for info in aaos.list_scenarios(env=env):
         if info["id"] == scenario:
             return info["split"]  # type: ignore[return-value]
-    if env == "org" and scenario.endswith(".json"):
+    if scenario.endswith(".json"):
         path = Path(scenario)
-        return _file_split(str(path), path.stat().st_mtime_ns if path.exists() else 0)
+        return _file_split(env, str(path), path.stat().st_mtime_ns if path.exists() else 0)
     return None
 
 
+def versions(env: str) -> dict[str, str]:
+    """The env_version and reward_version fields of a record of environment `env` played now."""
+    spec = aaos.spec(env)
+    return {"env_version": spec.version, "reward_version": spec.reward_version}
+
+
+def current_versions(record: dict[str, Any]) -> bool:
+    """Whether a record was played under the versions its environment has now (False for an unknown one)."""
+    env = record.get("env")
+    if not isinstance(env, str) or env not in aaos.env_ids():
+        return False
+    return all(record.get(key) == value for key, value in versions(env).items())
+
+
 def plan_jobs(policies: Iterable[str], tasks: Iterable[str], scenarios: Iterable[str], episodes: int,
-              splits: Iterable[Split] = ("train", "holdout"), env: str = "org") -> list[Job]:
+              splits: Iterable[Split] = ("train", "holdout"), env: str = aaos.DEFAULT_ENV) -> list[Job]:
     """Every policy on every task and scenario, with `episodes` seeds of each split; holdout-only scenarios
     (built-in, or files whose split is holdout) get holdout seeds only, train scenarios get seeds of both splits
     asked for."""
@@ -126,6 +144,7 @@ async def run_episode(job: Job, policy: Policy,
     return {
         "version": RECORD_VERSION,
         **asdict(job),
+        **versions(job.env),
         "split": episode_split(job),
         "holdout_salt": salt,
         "score": result.info["score"],
@@ -170,7 +189,11 @@ def error_record(job: Job, error: BaseException) -> dict[str, Any]:
         split: Split | None = episode_split(job)
     except Exception:  # a scenario file that cannot be read: the error below says why
         split = None
-    return {"version": RECORD_VERSION, **asdict(job), "split": split, "holdout_salt": salt_fingerprint(),
+    try:
+        played = versions(job.env)
+    except Exception:  # an environment that cannot be loaded: the error below says why
+        played = {"env_version": None, "reward_version": None}
+    return {"version": RECORD_VERSION, **asdict(job), **played, "split": split, "holdout_salt": salt_fingerprint(),
             "error": f"{type(error).__name__}: {error}"}
 
 
@@ -199,7 +222,8 @@ class Ledger:
     """The bookkeeping of one run, shared by the local and the Ray runner.
 
     `done` maps a job's key to its record, those already in `out` included (error records are left out, so a
-    re-run retries them, and so are holdout records played under another holdout salt than the one in force);
+    re-run retries them, and so are holdout records played under another holdout salt than the one in force, and
+    records played under other versions of their environment than the registered one);
     `pending` lists the jobs without one, in order; `finished` counts the run's jobs with
     a record, as `progress(finished, total, record)` reports them; `should_stop`, when it returns True, keeps
     new episodes from starting."""
@@ -211,7 +235,7 @@ class Ledger:
         self.progress, self.should_stop = progress, should_stop
         fingerprint = salt_fingerprint()
         self.done = {_key(r): r for r in read_records(out)
-                     if r.get("error") is None and not salt_mismatch(r, fingerprint)}
+                     if r.get("error") is None and not salt_mismatch(r, fingerprint) and current_versions(r)}
         self.pending = [job for job in jobs if job.key not in self.done]
         self.finished = len(jobs) - len(self.pending)
 

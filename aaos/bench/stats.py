@@ -13,8 +13,6 @@ from aaos.core.seeding import rng
 SUCCESS_THRESHOLD = 0.7
 """An episode with score at least this counts as a success."""
 BOOTSTRAP_SAMPLES = 2000
-HARD_SEVERITIES = ("high", "critical")
-"""Oversight events of these severities are the hard violations the promotion gate watches."""
 
 
 def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, level: float = 0.95,
@@ -40,14 +38,22 @@ def pass_hat_k(successes: int, trials: int, k: int) -> float | None:
     return comb(successes, k) / comb(trials, k)
 
 
+VERSION_KEYS = ("env", "env_version", "reward_version")
+"""What a summary row is of, besides policy and split: records of different environments or versions are never
+pooled (a record older than the version fields has None for them)."""
+
+
 def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, Any]]:
-    """One row per (policy, split): mean with 95 % CI, success rate, pass^k, component means, rates."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    """One row per (env, env_version, reward_version, policy, split): mean with 95 % CI, success rate, pass^k,
+    component means, rates."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("error") is None:
-            groups[(record["policy"], record["split"])].append(record)
+            key = (*(record.get(name) for name in VERSION_KEYS), record["policy"], record["split"])
+            groups[key].append(record)
     rows = []
-    for (policy, split), group in sorted(groups.items()):
+    for key, group in sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0])):
+        *version, policy, split = key
         scores = [r["score"] for r in group]
         low, high = bootstrap_ci(scores)
         by_case: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
@@ -61,6 +67,7 @@ def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, A
         fallbacks = sum(r["llm"]["decisions"]["champion"] + r["llm"]["decisions"]["secondary"]
                         for r in group if r.get("llm"))
         rows.append({
+            **dict(zip(VERSION_KEYS, version, strict=True)),
             "policy": policy,
             "split": split,
             "episodes": len(group),

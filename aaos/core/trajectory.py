@@ -1,14 +1,17 @@
 """The per-step trajectory record: one JSON object per step, written as JSONL.
 
-Written by the Space's downloads and by `aaos collect`; read by `aaos replay` and the training datasets
-(aaos.training). The record is versioned: a reader checks `version` against TRAJECTORY_VERSION before relying
-on the fields.
+Written by the Space's downloads, `aaos collect` and `aaos bench --trajectories`; read by `aaos replay` and the
+training datasets (aaos.training). The record is versioned: a reader checks `version` against TRAJECTORY_VERSION
+before relying on the fields (`format_problem`), and an episode replays only under the environment version and
+reward version it was recorded with (`version_problem`).
 
 Fields of a record (every value is plain JSON):
 
-    version           TRAJECTORY_VERSION of the writer.
-    env               environment id, e.g. "org".
-    task              task id, e.g. "full_episode".
+    version           TRAJECTORY_VERSION of the writer (2; version 1 records lack env_version and reward_version).
+    env               environment id (a registered one: aaos.env_ids()).
+    env_version       the environment's spec version when the step was played.
+    reward_version    the environment's reward (grader) version when the step was played.
+    task              task id.
     scenario          scenario id (or the path of a scenario file).
     seed              the episode's seed (seeds >= 10000 draw holdout variants).
     step              the step number once this step was applied: 1 for the first step of an episode.
@@ -42,8 +45,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from aaos.core.env import StepResult
+from aaos.envs import spec as env_spec
 
-TRAJECTORY_VERSION = 1
+TRAJECTORY_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,8 @@ def step_record(meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], r
     record = {
         "version": TRAJECTORY_VERSION,
         "env": meta.env,
+        "env_version": env_spec(meta.env).version,
+        "reward_version": env_spec(meta.env).reward_version,
         "task": meta.task,
         "scenario": meta.scenario,
         "seed": meta.seed,
@@ -97,6 +103,37 @@ def step_record(meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], r
     if observation is not None:
         record["observation"] = _plain(observation)
     return record
+
+
+def format_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a record cannot be read by this version of the code (an older or unknown format), or None."""
+    version = record.get("version")
+    if version == TRAJECTORY_VERSION:
+        return None
+    if isinstance(version, int) and not isinstance(version, bool) and 0 < version < TRAJECTORY_VERSION:
+        return (f"trajectory version {version} is older than this reader's {TRAJECTORY_VERSION}: its records lack "
+                "env_version and reward_version, so nothing says which grader scored them; collect the episodes "
+                "again (aaos collect, or aaos bench --trajectories)")
+    return (f"trajectory version {version!r} is not one this reader knows (it reads version {TRAJECTORY_VERSION}); "
+            "was it written by a newer aaos?")
+
+
+def version_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a record's episode cannot be replayed here: its environment is not registered, or it was played
+    under another environment version or reward version than the registered one's; None when it can be."""
+    env = record.get("env")
+    if not isinstance(env, str):
+        return f"the record names no environment (env is {env!r})"
+    try:
+        current = env_spec(env)
+    except ValueError as error:
+        return str(error)
+    recorded = (record.get("env_version"), record.get("reward_version"))
+    if recorded == (current.version, current.reward_version):
+        return None
+    return (f"the episode was recorded with {env!r} version {recorded[0]!r}, reward version {recorded[1]!r}; this "
+            f"checkout has version {current.version!r}, reward version {current.reward_version!r}: its steps "
+            "would not replay (or score) the same, so it is refused; collect it again with this version")
 
 
 def write_jsonl(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:

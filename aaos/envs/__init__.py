@@ -23,7 +23,8 @@ from aaos.core.spec import EnvSpec
 DEFAULT_ENV = "org"
 """The environment used where none is named."""
 ENVS_VARIABLE = "AAOS_ENVS"
-_REGISTRY: dict[str, EnvKit | str] = {DEFAULT_ENV: "aaos.envs.org.kit:KIT"}
+_REGISTRY: dict[str, EnvKit | str] = {DEFAULT_ENV: "aaos.envs.org.kit:KIT", "inbox": "aaos.envs.inbox.kit:KIT",
+                                  "chief_of_staff": "aaos.envs.chief_of_staff.kit:KIT"}
 
 
 def register(env_id: str, kit: EnvKit | str) -> None:
@@ -36,6 +37,15 @@ def register(env_id: str, kit: EnvKit | str) -> None:
     _REGISTRY[env_id] = kit
     kit_of.cache_clear()
     spec.cache_clear()
+
+
+def registration(env_id: str) -> str | None:
+    """The "module:attribute" an environment was registered with (what another process needs to import it), or
+    None when it was registered as an EnvKit object."""
+    if env_id not in _REGISTRY:
+        raise ValueError(f"unknown environment {env_id!r}; choose one of: {', '.join(_REGISTRY)}")
+    entry = _REGISTRY[env_id]
+    return entry if isinstance(entry, str) else None
 
 
 def env_ids() -> list[str]:

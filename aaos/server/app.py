@@ -7,6 +7,9 @@ module adds the stateful ones: POST /reset opens (or resets) a session, POST /st
 its `session_id`, POST /close ends it. This is the same composition `openenv.core.env_server.create_app`
 performs (a FastAPI app + `HTTPEnvServer.register_routes`), with our reset/step/state in place of its own.
 
+A session runs any registered environment (reset with `env`). Our GET /schema replaces openenv's and takes
+`?env=` (default: the default environment); GET /envs lists every environment with its spec and schemas.
+
     aaos serve --port 8000        # or the `server` console script, or: python -m aaos.server.app
 """
 
@@ -25,8 +28,10 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import HTTPEnvServer
-from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+from openenv.core.env_server.types import ConcurrencyConfig, SchemaResponse, ServerMode
+from pydantic import BaseModel, Field, ValidationError
 from starlette.datastructures import Headers
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
@@ -35,17 +40,21 @@ from aaos.server.address import DEFAULT_HOST, DEFAULT_PORT, add_address_argument
 from aaos.server.environment import AAOSEnvironment, InvalidAction
 from aaos.server.models import (
     MAX_MESSAGES,
-    AAOSAction,
     AAOSObservation,
     AAOSState,
     CloseRequest,
     CloseResponse,
+    EpisodeParams,
     Invalid,
+    InvalidParams,
     Problem,
     ResetRequest,
     ResetResponse,
     StepRequest,
     StepResponse,
+    WireAction,
+    check_episode,
+    env_schemas,
     error_messages,
 )
 from aaos.server.sessions import AtCapacity, Clock, SessionConfig, SessionStore, UnknownSession
@@ -66,11 +75,13 @@ def create_app(config: SessionConfig | None = None, clock: Clock = time.monotoni
                     "POST /reset opens a session; POST /step and GET /state take its session_id.",
     )
     openenv_server = HTTPEnvServer(
-        AAOSEnvironment, AAOSAction, AAOSObservation,
+        AAOSEnvironment, WireAction, AAOSObservation,
         # WebSocket connections and MCP sessions: the same cap (counted apart) and idle timeout as HTTP sessions
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions, session_timeout=config.ttl),
     )
     openenv_server.register_routes(app, mode=ServerMode.PRODUCTION)
+    app.router.routes[:] = [route for route in app.router.routes if not _is_schema_route(route)]
+    _add_env_routes(app)
     app.state.sessions = SessionStore(config, clock)
     _add_session_routes(app, app.state.sessions)
     _add_error_handlers(app)
@@ -93,6 +104,35 @@ _BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "The body could not be decoded (not UTF-8, or nested too deeply)."},
     413: {"model": Problem, "description": f"The body is larger than {MAX_BODY_BYTES} bytes."},
 }
+
+
+def _is_schema_route(route: BaseRoute) -> bool:
+    """openenv's GET /schema, which shows one fixed action type: ours takes ?env= instead."""
+    return getattr(route, "path", None) == "/schema" and "GET" in (getattr(route, "methods", None) or ())
+
+
+class EnvInfo(BaseModel):
+    spec: dict[str, Any] = Field(description="The environment's spec: id, version, reward_version, defaults, roles, "
+                                             "tasks, scenarios, actions (with payload schemas), reward components.")
+    schemas: SchemaResponse = Field(description="As GET /schema?env=ID.")
+
+
+EnvQuery = Annotated[str | None, Query(max_length=100, description=f"Environment id (default {aaos.DEFAULT_ENV!r}).")]
+
+
+def _add_env_routes(app: FastAPI) -> None:
+    @app.get("/schema", response_model=SchemaResponse, summary="JSON schemas of an environment's types",
+             tags=["Environment Info"], responses={422: {"model": Invalid, "description": "Unknown environment."}})
+    async def schema(env: EnvQuery = None) -> Response:
+        """The JSON schemas of the joint action /step and WebSocket `step` take, the observation and the
+        state of environment `env` (default: the default environment), as OpenEnv's /schema gives them."""
+        return _json(env_schemas(check_episode(EpisodeParams(env=env), aaos.DEFAULT_ENV)))
+
+    @app.get("/envs", response_model=dict[str, EnvInfo], summary="Every registered environment",
+             tags=["Environment Info"])
+    async def envs() -> Response:
+        """Every environment a session can run (POST /reset with `env`): its spec and its schemas."""
+        return _json({env: {"spec": aaos.spec(env).to_dict(), "schemas": env_schemas(env)} for env in aaos.env_ids()})
 
 
 def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
@@ -118,7 +158,12 @@ def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
         """Apply one action per role (roles left out do no_op) and advance one step. Strict: an action the
         environment would reject as input (unknown ids, wrong role, bad payload) is a 422 and changes nothing."""
         session = sessions.get(request.session_id)
-        return _json(session.env.advance(request.action.to_joint_action()).to_dict())
+        try:
+            joint = session.env.typed(request.action)
+        except ValidationError as error:
+            raise RequestValidationError([{**e, "loc": ("body", "action", *e["loc"])} for e in error.errors()]
+                                         ) from None
+        return _json(session.env.advance(joint).to_dict())
 
     @app.get("/state", response_model=AAOSState, summary="The full ground-truth state of a session", tags=["Sessions"],
              responses=_SESSION_ERRORS)
@@ -143,7 +188,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _problem(422, error_messages(error.errors()))
 
     async def invalid_action(_: Request, error: Exception) -> JSONResponse:
-        assert isinstance(error, InvalidAction)
+        assert isinstance(error, InvalidAction | InvalidParams)
         return _problem(422, error.problems[:MAX_MESSAGES])
 
     async def unknown_session(_: Request, error: Exception) -> JSONResponse:
@@ -157,6 +202,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(InvalidAction, invalid_action)
+    app.add_exception_handler(InvalidParams, invalid_action)
     app.add_exception_handler(UnknownSession, unknown_session)
     app.add_exception_handler(aaos.EpisodeDone, episode_done)
     app.add_exception_handler(AtCapacity, at_capacity)

@@ -3,13 +3,13 @@
     from aaos.server.client import AAOSEnv
 
     with AAOSEnv(base_url="http://127.0.0.1:8000").sync() as env:
-        result = env.reset(task="full_episode", scenario="product_launch_failure", seed=0)
+        result = env.reset(seed=0)                # the default environment, its default task and scenario
         while not result.done:
-            result = env.step({"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}}})
+            result = env.step({})                 # role -> {"action_type": ..., "payload": {...}}; {}: all no_op
         print(result.observation.info["score"])
 
     async with AAOSEnv(base_url="http://127.0.0.1:8000") as env:   # the async form
-        result = await env.reset(seed=0)
+        result = await env.reset(env="toy", seed=0)                 # any environment the server has
 """
 
 from __future__ import annotations
@@ -19,19 +19,31 @@ from typing import Any
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
 
-from aaos.server.models import AAOSAction, AAOSObservation, AAOSState
+import aaos
+from aaos.server.models import AAOSObservation, AAOSState, JointActionBase, WireAction, action_model
 
 
-class AAOSEnv(EnvClient[AAOSAction, AAOSObservation, AAOSState]):  # type: ignore[valid-type]
-    """reset(task=..., scenario=..., seed=..., episode_id=...) / step(joint action) / state() over /ws.
+class AAOSEnv(EnvClient[WireAction, AAOSObservation, AAOSState]):
+    """reset(env=..., task=..., scenario=..., seed=..., episode_id=...) / step(joint action) / state() over /ws.
 
-    `step` takes an AAOSAction or a plain joint action dict (validated here, so a malformed action fails
-    before it is sent). A rejected action or a step after the episode ended raises RuntimeError with the
-    server's message; the session stays open and unchanged."""
+    `step` takes a typed joint action (aaos.server.models.action_model) or a plain joint action dict,
+    validated here against the session environment's typed joint action when that environment is registered
+    in this process too (so a malformed action fails before it is sent). A rejected action or a step after
+    the episode ended raises RuntimeError with the server's message; the session stays open and unchanged."""
 
-    def _step_payload(self, action: AAOSAction | dict[str, Any]) -> dict[str, Any]:  # type: ignore[valid-type]
-        if not isinstance(action, AAOSAction):
-            action = AAOSAction.model_validate(action)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.env_id = aaos.DEFAULT_ENV
+
+    async def reset(self, **kwargs: Any) -> StepResult[AAOSObservation]:
+        result = await super().reset(**kwargs)
+        self.env_id = kwargs.get("env") or self.env_id  # the server keeps the session's environment likewise
+        return result
+
+    def _step_payload(self, action: JointActionBase | WireAction | dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(action, JointActionBase | WireAction):
+            model = action_model(self.env_id) if self.env_id in aaos.env_ids() else WireAction
+            action = model.model_validate(action)
         return action.model_dump(exclude_none=True)
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[AAOSObservation]:

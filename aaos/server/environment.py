@@ -1,9 +1,10 @@
 """The adapter from the AAOS environment protocol to openenv-core's `Environment`.
 
-One `AAOSEnvironment` wraps one in-process environment. The HTTP routes call `start`/`advance`/`snapshot`
-(plain dicts, no model round trip); OpenEnv's WebSocket and MCP routes call `reset`/`step`/`state`, which
-wrap the same calls in the OpenEnv types. Either way the wire is strict: a joint action that
-`env.check` finds fault with raises `InvalidAction` and changes nothing.
+One `AAOSEnvironment` wraps one in-process environment, of any registered id (chosen at reset). The HTTP
+routes call `start`/`advance`/`snapshot` (plain dicts, no model round trip); OpenEnv's WebSocket and MCP
+routes call `reset`/`step`/`state`, which wrap the same calls in the OpenEnv types. Either way the wire is
+strict: a joint action that does not validate as the environment's typed joint action, or that `env.check`
+finds fault with, raises and changes nothing.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import aaos
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.server.mcp import build_mcp_server
 from aaos.server.models import (
-    DEFAULT_ENV,
-    AAOSAction,
     AAOSObservation,
     AAOSState,
     EpisodeParams,
+    WireAction,
+    check_episode,
     episode_params,
 )
 
@@ -39,7 +40,7 @@ class InvalidAction(ValueError):
         super().__init__("invalid joint action: " + "; ".join(problems))
 
 
-class AAOSEnvironment(OpenEnvEnvironment[AAOSAction, AAOSObservation, AAOSState]):  # type: ignore[valid-type]
+class AAOSEnvironment(OpenEnvEnvironment[WireAction, AAOSObservation, AAOSState]):
     """An AAOS environment behind OpenEnv. Every session (HTTP, WebSocket or MCP) owns one instance;
     its `lock` is held while the environment is reset, stepped or read."""
 
@@ -48,20 +49,29 @@ class AAOSEnvironment(OpenEnvEnvironment[AAOSAction, AAOSObservation, AAOSState]
     def __init__(self) -> None:
         super().__init__()
         self.lock = threading.Lock()
-        self.env_id = DEFAULT_ENV
-        self.env: Environment = aaos.make(env=DEFAULT_ENV)
+        self.env_id = aaos.DEFAULT_ENV
+        self.env: Environment = aaos.make(env=self.env_id)
         self.episode_id: str | None = None
 
     # --- the calls the HTTP routes make ---------------------------------------------------------------
 
     def start(self, params: EpisodeParams) -> Observation:
-        """Start an episode; fields left as None keep the current task, scenario and seed."""
+        """Start an episode; fields left as None keep the current environment, task, scenario and seed (a
+        new environment starts from its defaults). InvalidParams, changing nothing, for an unknown
+        environment or a task or scenario the environment does not have."""
         with self.lock:
-            if params.env != self.env_id:
-                self.env, self.env_id = aaos.make(env=params.env), params.env
+            env_id = check_episode(params, self.env_id)
+            if env_id != self.env_id:
+                self.env, self.env_id = aaos.make(env=env_id), env_id
+                self.__dict__.pop("mcp_server", None)  # its tools are the old environment's actions
             observation = self.env.reset(params.task, params.scenario, params.seed)
             self.episode_id = params.episode_id
             return observation
+
+    def typed(self, action: WireAction) -> JointAction:
+        """A wire action validated as the session environment's typed joint action (pydantic's
+        ValidationError, naming each field, otherwise)."""
+        return action.typed(self.env_id).to_joint_action()
 
     def advance(self, joint_action: JointAction) -> StepResult:
         """Check the joint action (InvalidAction if the environment finds fault with it), then step.
@@ -86,8 +96,8 @@ class AAOSEnvironment(OpenEnvEnvironment[AAOSAction, AAOSObservation, AAOSState]
         observation = self.start(episode_params(seed=seed, episode_id=episode_id, **kwargs))
         return AAOSObservation.model_validate({**observation, "reward": None})
 
-    def step(self, action: AAOSAction, timeout_s: float | None = None, **kwargs: Any) -> AAOSObservation:  # type: ignore[valid-type]
-        result = self.advance(action.to_joint_action())
+    def step(self, action: WireAction, timeout_s: float | None = None, **kwargs: Any) -> AAOSObservation:
+        result = self.advance(self.typed(action))
         return observation_model(result)
 
     @property
@@ -99,8 +109,11 @@ class AAOSEnvironment(OpenEnvEnvironment[AAOSAction, AAOSObservation, AAOSState]
         tasks = ", ".join(f"{t.id} ({t.difficulty})" for t in spec.tasks)
         return EnvironmentMetadata(
             name="aaos",
-            description=f"{spec.title}: {spec.description} Roles: {', '.join(spec.roles)}. Tasks: {tasks}. "
-                        f"Scenarios: {', '.join(s.id for s in spec.scenarios)}.",
+            description=f"{spec.title} (env {spec.id!r}, version {spec.version}, reward version "
+                        f"{spec.reward_version}): {spec.description} Roles: {', '.join(spec.roles)}. "
+                        f"Tasks: {tasks}. Scenarios: {', '.join(s.id for s in spec.scenarios)}. "
+                        f"Other environments: {', '.join(e for e in aaos.env_ids() if e != spec.id) or 'none'} "
+                        "(reset with env=ID).",
             version=aaos.__version__,
         )
 

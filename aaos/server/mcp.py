@@ -2,7 +2,8 @@
 
 An action tool takes the acting `role` and the action's payload fields, and advances the episode one
 step in which that role takes the action and every other role does no_op. `joint_action` steps with
-an action for several roles at once, and `new_episode` starts over. Input is checked like the HTTP API's:
+an action for several roles at once, and `new_episode` starts over (in another environment with `env`,
+whose actions the tools become). Input is checked like the HTTP API's:
 a tool call the environment would reject raises an error that says what to fix, and changes nothing.
 """
 
@@ -14,9 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fastmcp import FastMCP
 
+import aaos
 from aaos.core.env import StepResult
 from aaos.core.spec import ActionSpec
-from aaos.server.models import ScenarioId, TaskId, episode_params
+from aaos.server.models import episode_params
+from aaos.server.signatures import signed
 
 if TYPE_CHECKING:
     from aaos.server.environment import AAOSEnvironment
@@ -40,27 +43,19 @@ def _action_tool(session: AAOSEnvironment, action: ActionSpec) -> Callable[..., 
     def tool(role: str, **payload: Any) -> dict[str, Any]:
         return _role_result(role, session.advance({role: {"action_type": action.name, "payload": payload}}))
 
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    roles = Literal[action.roles]  # type: ignore[valid-type]
-    parameters = [inspect.Parameter("role", keyword, annotation=roles)]
-    annotations: dict[str, Any] = {"role": roles, "return": dict[str, Any]}
-    for name, field in action.payload.model_fields.items():
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        parameters.append(inspect.Parameter(name, keyword, annotation=field.annotation, default=default))
-        annotations[name] = field.annotation
-    tool.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
-    tool.__annotations__ = annotations
-    tool.__name__ = action.name
+    role = inspect.Parameter("role", inspect.Parameter.KEYWORD_ONLY, annotation=Literal[action.roles])  # type: ignore[valid-type]
     tool.__doc__ = f"{action.description} Allowed roles: {', '.join(action.roles)}."
-    return tool
+    return signed(tool, action, [role], dict[str, Any])
 
 
 def build_mcp_server(session: AAOSEnvironment) -> FastMCP:
     """The tools of one session's environment."""
+    spec = session.env.spec
     server = FastMCP("aaos", instructions=(
-        "AAOS: six roles run a tech organisation. Each action tool advances one step with the given role "
-        "acting (the others do no_op); joint_action lets several roles act in the same step."))
-    for action in session.env.spec.actions:
+        f"{spec.title}: {spec.description} Roles: {', '.join(spec.roles)}. Each action tool advances one step "
+        "with the given role acting (the others do no_op); joint_action lets several roles act in the same step; "
+        "new_episode starts over, in another environment with env."))
+    for action in spec.actions:
         server.tool(_action_tool(session, action), name=action.name)
 
     @server.tool
@@ -69,11 +64,13 @@ def build_mcp_server(session: AAOSEnvironment) -> FastMCP:
         roles left out do no_op. Returns observation, reward, done and info."""
         return session.advance(actions).to_dict()
 
-    @server.tool
-    def new_episode(task: TaskId | None = None, scenario: ScenarioId | None = None,  # type: ignore[valid-type]
+    @server.tool(description=(
+        f"Start a new episode; returns the first observation. env: one of {', '.join(aaos.env_ids())} (another "
+        f"environment starts from its defaults and these tools become its actions); task: one of "
+        f"{', '.join(t.id for t in spec.tasks)} here; scenario: one of {', '.join(s.id for s in spec.scenarios)} "
+        "here; seed: a non-negative integer. Fields left out keep their current values."))
+    def new_episode(env: str | None = None, task: str | None = None, scenario: str | None = None,
                     seed: int | None = None) -> dict[str, Any]:
-        """Start a new episode (fields left out keep the current task, scenario and seed); returns the
-        first observation."""
-        return session.start(episode_params(task=task, scenario=scenario, seed=seed))
+        return session.start(episode_params(env=env, task=task, scenario=scenario, seed=seed))
 
     return server

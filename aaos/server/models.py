@@ -2,18 +2,31 @@
 response models. Simulation logic lives in `aaos.envs`; everything here is derived from an environment's
 spec, so a permission or a payload rule is still written once.
 
-The joint action is strict on the wire: each role's field accepts only the action types that role may
-use, each with its payload model, so `/schema` and `/openapi.json` show exactly what is valid.
+A session runs any registered environment, chosen at reset, so the wire types are generic and each request
+is checked against the session's environment: reset parameters against the registry and that environment's
+spec (`check_episode`), a joint action against the environment's typed joint action (`action_model`): each
+role's field accepts only the action types that role may use, each with its payload model. `/schema?env=`
+and `GET /envs` show each environment's types; `/openapi.json` documents the default environment's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 
 import aaos
 from aaos.core.env import JointAction
@@ -25,7 +38,6 @@ MAX_MESSAGES = 20
 """At most this many problems are listed in one error response."""
 MAX_SEED = 2**53 - 1
 """Largest seed: every JSON client (JavaScript included) represents it exactly."""
-DEFAULT_ENV = "org"
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:
@@ -109,8 +121,37 @@ def joint_action_model(spec: EnvSpec) -> type[JointActionBase]:
     return create_model(f"{_camel(spec.id)}JointAction", __base__=JointActionBase, **fields)
 
 
-AAOSAction = joint_action_model(aaos.spec(DEFAULT_ENV))
-"""The org environment's joint action, e.g. {"engineer": {"action_type": "no_op"}}."""
+@cache
+def _typed(spec: EnvSpec) -> type[JointActionBase]:
+    return joint_action_model(spec)
+
+
+def action_model(env: str) -> type[JointActionBase]:
+    """The typed joint action of a registered environment, built once per spec (a re-registered id gets
+    a new one)."""
+    return _typed(aaos.spec(env))
+
+
+AAOSAction = action_model(aaos.DEFAULT_ENV)
+"""The default environment's joint action, e.g. {"engineer": {"action_type": "no_op"}}."""
+
+
+class WireAction(Action, BoundedDepth):
+    """A joint action as it arrives, before the session's environment is known: role -> action (or null).
+    The session checks it against its environment's typed joint action (`action_model`); the schema shown
+    is the default environment's."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, dict[str, Any] | None]
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return handler(AAOSAction.__pydantic_core_schema__)
+
+    def typed(self, env: str) -> JointActionBase:
+        """This action validated as `env`'s typed joint action (ValidationError saying what is wrong)."""
+        return action_model(env).model_validate(self.model_dump())
 
 
 class AAOSObservation(Observation):
@@ -135,10 +176,6 @@ class AAOSState(State):
 
 # --- HTTP requests and responses --------------------------------------------------------------------------
 
-_ORG = aaos.spec(DEFAULT_ENV)
-EnvId = Literal[tuple(aaos.env_ids())]  # type: ignore[valid-type]
-TaskId = Literal[tuple(t.id for t in _ORG.tasks)]  # type: ignore[valid-type]
-ScenarioId = Literal[tuple(s.id for s in _ORG.scenarios)]  # type: ignore[valid-type]
 SessionId = Annotated[str, Field(min_length=1, max_length=100, description="From POST /reset.")]
 
 
@@ -148,11 +185,13 @@ class Request(BoundedDepth):
 
 class EpisodeParams(Request):
     """Which episode to start; a field left out keeps the session's current value (new sessions: the
-    environment's defaults, seed 0)."""
+    default environment with its default task and scenario, seed 0). Choosing another environment starts
+    from its defaults."""
 
-    env: EnvId = Field(default=DEFAULT_ENV, description="Environment id.")
-    task: TaskId | None = Field(default=None, description="Task id (difficulty ladder).")
-    scenario: ScenarioId | None = Field(default=None, description="Built-in scenario id.")
+    env: str | None = Field(default=None, max_length=100, description=(
+        f"Environment id (GET /envs lists them; default {aaos.DEFAULT_ENV!r})."))
+    task: str | None = Field(default=None, max_length=100, description="Task id of the environment.")
+    scenario: str | None = Field(default=None, max_length=100, description="Built-in scenario id of the environment.")
     seed: int | None = Field(default=None, ge=0, le=MAX_SEED,
                              description="Variant seed: 0-9999 train variants, 10000 and up holdout variants.")
     episode_id: str | None = Field(default=None, max_length=255, description="Your label for the episode.")
@@ -165,8 +204,9 @@ class ResetRequest(EpisodeParams):
 
 class StepRequest(Request):
     session_id: SessionId
-    action: AAOSAction = Field(default_factory=AAOSAction, description=(  # type: ignore[valid-type]
-        "The joint action: role -> {action_type, payload}; roles left out do no_op."))
+    action: WireAction = Field(default_factory=WireAction, description=(
+        "The joint action of the session's environment: role -> {action_type, payload}; roles left out do "
+        "no_op. Shown for the default environment; GET /schema?env=ID shows another's."))
 
 
 class CloseRequest(Request):
@@ -202,9 +242,50 @@ class Invalid(BaseModel):
     detail: list[str] = Field(description="One message per problem, naming the field.")
 
 
+class InvalidParams(ValueError):
+    """Reset parameters that name no registered environment, or a task or scenario it does not have."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid reset parameters: " + "; ".join(problems))
+
+
 def episode_params(**fields: Any) -> EpisodeParams:
-    """Reset parameters from keyword arguments; ValueError naming each invalid or unknown one."""
+    """Reset parameters from keyword arguments; InvalidParams naming each malformed or unknown one."""
     try:
         return EpisodeParams.model_validate(fields)
     except ValidationError as error:
-        raise ValueError("invalid reset parameters: " + "; ".join(error_messages(error.errors()))) from None
+        raise InvalidParams(error_messages(error.errors())) from None
+
+
+def _one_of(choices: Sequence[str]) -> str:
+    quoted = [repr(choice) for choice in choices]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def check_episode(params: EpisodeParams, current_env: str) -> str:
+    """The environment the parameters choose (their env, else `current_env`), once its task and scenario
+    are checked against its spec; InvalidParams naming the valid choices otherwise."""
+    env = params.env or current_env
+    if env not in aaos.env_ids():
+        raise InvalidParams([f"env: Input should be {_one_of(aaos.env_ids())}"])
+    spec = aaos.spec(env)
+    problems = []
+    tasks = [t.id for t in spec.tasks]
+    if params.task is not None and params.task not in tasks:
+        problems.append(f"task: Input should be {_one_of(tasks)} (the tasks of {env!r})")
+    scenarios = [s.id for s in spec.scenarios]
+    if params.scenario is not None and params.scenario not in scenarios:
+        problems.append(f"scenario: Input should be {_one_of(scenarios)} (the scenarios of {env!r})")
+    if problems:
+        raise InvalidParams(problems)
+    return env
+
+
+def env_schemas(env: str) -> dict[str, Any]:
+    """JSON schemas of an environment's action, observation and state (OpenEnv's /schema shape): its typed
+    joint action, and its kit's observation and state models where it has them."""
+    kit = aaos.kit_of(env)
+    return {"action": action_model(env).model_json_schema(),
+            "observation": (kit.observation_model or AAOSObservation).model_json_schema(),
+            "state": (kit.state_model or AAOSState).model_json_schema()}

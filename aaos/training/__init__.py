@@ -6,8 +6,10 @@ environment class for TRL. The path, the formats and the commands are in docs/tr
     aaos sft runs/train/episodes.jsonl --out runs/train/sft.jsonl                  # messages for SFTTrainer
     aaos grpo-data runs/train/episodes.jsonl --out runs/train/grpo.jsonl           # prompts + snapshots for GRPO
 
-    from aaos.training import reward_fn, OrgEnvironment
-    GRPOTrainer(model, reward_funcs=reward_fn, train_dataset=rows, environment_factory=OrgEnvironment, ...)
+    from aaos.training import reward_fn, environment_class
+    GRPOTrainer(model, reward_funcs=reward_fn, train_dataset=rows, environment_factory=environment_class(env), ...)
+
+Every command takes --env (collect plays that environment; replay, sft and grpo-data accept only its episodes).
 
 torch and trl are optional (`pip install -e '.[train]'`): nothing in this package imports them except
 aaos.training.models (loads a model, or builds a tiny one offline for smoke runs), which only the example
@@ -18,12 +20,12 @@ from aaos.training.grpo import grpo_rows, reward_fn, score_completion
 from aaos.training.rollout import DEFAULT_HORIZON, INVALID_REWARD, Rollout
 from aaos.training.sft import sft_rows
 from aaos.training.snapshot import SnapshotError, restore
-from aaos.training.trl_env import OrgEnvironment, environment_class
+from aaos.training.trl_env import DefaultEnvironment, environment_class
 
 __all__ = [
     "DEFAULT_HORIZON",
     "INVALID_REWARD",
-    "OrgEnvironment",
+    "DefaultEnvironment",
     "Rollout",
     "SnapshotError",
     "environment_class",

@@ -7,40 +7,20 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.agents.llm import LLMConfig
-from aaos.bench.policies import BASELINES, PolicySpec, build_policy
+from aaos.bench.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, build_policy, policy_spec
 from aaos.core.seeding import split_seeds
 from aaos.core.trajectory import EpisodeMeta, write_jsonl
 from aaos.training.decisions import MODES
-from aaos.training.episodes import Record, play, read_episodes, read_jsonl, split_episodes
+from aaos.training.episodes import Record, play, read_episodes
 from aaos.training.grpo import grpo_rows
 from aaos.training.replay import check
 from aaos.training.rollout import DEFAULT_HORIZON
 from aaos.training.sft import DEFAULT_MIN_SCORE, kept, sft_rows
-
-MODEL_POLICIES = ("llm", "guarded", "local")
-DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
-
-
-def _policy_spec(args: argparse.Namespace) -> PolicySpec:
-    """The policy to collect with: a baseline, a model (token from HF_TOKEN), or the local SmolLM2 server."""
-    if args.policy in BASELINES:
-        return PolicySpec(args.policy, args.policy)
-    if args.policy == "local":
-        from aaos.agents.local_model import shared_server  # starts a llama.cpp server: only when asked
-
-        return PolicySpec("local-smollm2", "llm", shared_server().config(args.mode))
-    if not args.model:
-        raise ValueError(f"--policy {args.policy} needs --model")
-    config = LLMConfig(args.model, args.base_url, os.environ.get("HF_TOKEN", ""), mode=args.mode,
-                       response_format=args.response_format)
-    return PolicySpec(f"{args.policy}:{args.model}", args.policy, config)
 
 
 def _episodes(spec: PolicySpec, metas: Iterable[EpisodeMeta]) -> Iterator[list[Record]]:
@@ -57,7 +37,7 @@ def _episodes(spec: PolicySpec, metas: Iterable[EpisodeMeta]) -> Iterator[list[R
 
 
 def _collect(args: argparse.Namespace) -> int:
-    spec = _policy_spec(args)
+    spec = policy_spec(args.policy, args.model, args.base_url, args.mode, args.response_format)
     tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
     scenarios = args.scenario or [s["id"] for s in aaos.list_scenarios("train", env=args.env)]
     metas = [EpisodeMeta(args.env, task, scenario, seed) for task in tasks for scenario in scenarios
@@ -70,7 +50,7 @@ def _collect(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     diverged = total = 0
     for path in args.files:
-        for episode in split_episodes(read_jsonl(path)):
+        for episode in read_episodes([path], args.env):
             total += 1
             first = episode[0]
             name = f"{path}: {first['task']}/{first['scenario']} seed {first['seed']}, {len(episode)} steps"
@@ -102,7 +82,7 @@ def _write_rows(rows: Iterable[dict[str, Any]], out: Path) -> int:
 
 
 def _sft(args: argparse.Namespace) -> int:
-    episodes = read_episodes(args.files)
+    episodes = read_episodes(args.files, args.env)
     count = _write_rows(sft_rows(episodes, args.mode, args.min_score), args.out)
     used = sum(kept(episode, args.min_score) for episode in episodes)
     print(f"{count} rows from {used} of {len(episodes)} episodes (finished, score >= {args.min_score}) -> {args.out}")
@@ -110,7 +90,7 @@ def _sft(args: argparse.Namespace) -> int:
 
 
 def _grpo_data(args: argparse.Namespace) -> int:
-    episodes = read_episodes(args.files)
+    episodes = read_episodes(args.files, args.env)
     count = _write_rows(grpo_rows(episodes, args.mode, args.horizon), args.out)
     print(f"{count} prompts from {len(episodes)} episodes (horizon {args.horizon}) -> {args.out}")
     return 0
@@ -121,24 +101,30 @@ def _mode_option(parser: argparse.ArgumentParser) -> None:
                         help="per_role: one chat per role from its own view (default); joint: one chat for all roles")
 
 
+def _env_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", help="only episodes of this environment id: a file holding others is an error "
+                                      "(default: whatever environments the files hold)")
+
+
 def add_parsers(sub: Any) -> None:
     """Register replay, collect, sft and grpo-data on the `aaos` command's subparsers."""
     p = sub.add_parser("replay", help="re-execute trajectory files and report any divergence",
                        description="Replays every episode of the files step by step; exits 1 if any step differs "
                                    "from its record (reward, breakdown, results, events, state hash, observation).")
     p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
+    _env_option(p)
     p.set_defaults(func=_replay)
 
     p = sub.add_parser("collect", help="play episodes with a policy or a model and write their trajectories",
                        description="Plays every task x scenario with N train seeds and writes one trajectory record "
                                    "per step (with the observation acted on) to --out.")
-    p.add_argument("--policy", default="heuristic", choices=BASELINES + MODEL_POLICIES,
+    p.add_argument("--policy", default="heuristic", choices=POLICY_NAMES,
                    help="a baseline, llm or guarded (a model at --base-url; token from HF_TOKEN), or local (SmolLM2)")
     p.add_argument("--model", help="model name for llm and guarded")
     p.add_argument("--base-url", default=DEFAULT_BASE_URL)
     p.add_argument("--response-format", choices=("json_schema", "json_object", "none"), default="json_schema")
     _mode_option(p)
-    p.add_argument("--env", default="org")
+    p.add_argument("--env", default=aaos.DEFAULT_ENV, help=f"environment id (default {aaos.DEFAULT_ENV})")
     p.add_argument("--task", action="append", help="repeatable (default: every task)")
     p.add_argument("--scenario", action="append", help="repeatable (default: every train scenario)")
     p.add_argument("--episodes", type=int, default=2, help="train seeds per task and scenario (0, 1, ...)")
@@ -151,8 +137,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--min-score", type=float, default=DEFAULT_MIN_SCORE, help="episode score filter")
 
     p = _dataset_parser(sub, "grpo-data", _grpo_data, "build the GRPO dataset (prompts with environment snapshots)",
-                        "One prompt per decision of every step, with the snapshot that reward_fn and "
-                        "OrgEnvironment restore.")
+                        "One prompt per decision of every step, with the snapshot that reward_fn and the TRL "
+                        "environment (aaos.training.environment_class) restore.")
     p.add_argument("--horizon", type=int, default=DEFAULT_HORIZON,
                    help="score each completion this many steps after the snapshot")
 
@@ -162,6 +148,7 @@ def _dataset_parser(sub: Any, name: str, func: Callable[[argparse.Namespace], in
     """A dataset command: trajectory files in, --mode, and --out runs/train/<name>.jsonl."""
     p = sub.add_parser(name, help=help_text, description=description)
     p.add_argument("files", nargs="+", type=Path, help="trajectory JSONL files")
+    _env_option(p)
     _mode_option(p)
     p.add_argument("--out", type=Path, default=Path(f"runs/train/{name.removesuffix('-data')}.jsonl"))
     p.set_defaults(func=func)

@@ -13,10 +13,10 @@ from typing import Any
 
 import aaos
 from aaos.agents.base import Policy
-from aaos.core.trajectory import TRAJECTORY_VERSION, EpisodeMeta, step_record
+from aaos.core.trajectory import EpisodeMeta, format_problem, step_record
 
 Record = dict[str, Any]
-REPLAYED_FIELDS = ("env", "task", "scenario", "seed", "step", "joint_action", "done")
+REPLAYED_FIELDS = ("env", "env_version", "reward_version", "task", "scenario", "seed", "step", "joint_action", "done")
 """The fields replay needs; it compares every other field the record has."""
 
 
@@ -78,8 +78,8 @@ def split_episodes(records: Iterable[Record]) -> list[list[Record]]:
     """Group consecutive records into episodes: step 1 starts one, each next record is the next step of it."""
     episodes: list[list[Record]] = []
     for record in records:
-        if record.get("version") != TRAJECTORY_VERSION:
-            raise TrajectoryError(f"trajectory version {record.get('version')!r} is not {TRAJECTORY_VERSION}")
+        if problem := format_problem(record):
+            raise TrajectoryError(problem)
         missing = [name for name in REPLAYED_FIELDS if name not in record]
         if missing:
             raise TrajectoryError(f"a record lacks {', '.join(missing)}")
@@ -96,6 +96,14 @@ def split_episodes(records: Iterable[Record]) -> list[list[Record]]:
     return episodes
 
 
-def read_episodes(paths: Iterable[str | Path]) -> list[list[Record]]:
-    """The episodes of one or more trajectory files, in order."""
-    return [episode for path in paths for episode in split_episodes(read_jsonl(path))]
+def read_episodes(paths: Iterable[str | Path], env: str | None = None) -> list[list[Record]]:
+    """The episodes of one or more trajectory files, in order. With `env`, every episode must be of that
+    environment (TrajectoryError naming the file and the environments found otherwise)."""
+    episodes = []
+    for path in paths:
+        found = split_episodes(read_jsonl(path))
+        others = sorted({episode[0]["env"] for episode in found} - {env}) if env is not None else []
+        if others:
+            raise TrajectoryError(f"{path}: holds episodes of {', '.join(map(repr, others))}, not only of {env!r}")
+        episodes += found
+    return episodes

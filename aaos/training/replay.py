@@ -3,7 +3,9 @@
 Replay makes the environment from the episode's env, task, scenario and seed, sends each recorded joint
 action and rebuilds the record of the step. A record that differs in any field (the reward, its breakdown,
 the action results, the events, the state hash, the observation when it was recorded) is a divergence.
-Replay stops at the first diverging step: every later step would differ too.
+Replay stops at the first diverging step: every later step would differ too. An episode recorded under
+another environment version or reward version than the registered environment's is refused outright
+(TrajectoryError): its steps are not expected to replay.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 
 import aaos
 from aaos.core.env import Observation
-from aaos.core.trajectory import state_hash, step_record
-from aaos.training.episodes import Record, meta_of, plain
+from aaos.core.trajectory import state_hash, step_record, version_problem
+from aaos.training.episodes import Record, TrajectoryError, meta_of, plain
 from aaos.training.snapshot import Snapshot, make_snapshot
 
 SHOWN_CHARS = 80
@@ -87,6 +89,8 @@ def _divergences(record: Record, replayed: Record) -> tuple[Divergence, ...]:
 def replay(episode: Sequence[Record]) -> Iterator[ReplayedStep]:
     """Re-execute one episode's records step by step (see the module docstring)."""
     meta = meta_of(episode[0])
+    if problem := version_problem(episode[0]):
+        raise TrajectoryError(f"{meta.env} {meta.task}/{meta.scenario} seed {meta.seed}: {problem}")
     env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
     observation = env.reset()
     actions: list[Any] = []

@@ -1,4 +1,4 @@
-"""An environment class for TRL's `GRPOTrainer(environment_factory=OrgEnvironment)`.
+"""An environment class for TRL's `GRPOTrainer(environment_factory=environment_class(env))`.
 
 TRL makes one instance per rollout and calls `reset(**row)` with a row of the GRPO dataset
 (aaos.training.grpo, per-role mode); the model then acts through tool calls, one method per action type
@@ -26,6 +26,7 @@ import aaos
 from aaos.agents.llm import InvalidAnswer, validate_answer
 from aaos.agents.prompts import role_user_prompt
 from aaos.core.spec import ActionSpec
+from aaos.server.signatures import signed
 from aaos.training.rollout import DEFAULT_HORIZON, INVALID_REWARD, Rollout
 
 RETURNS = "What became of the action, then your view and legal actions for the next step."
@@ -96,21 +97,13 @@ def action_method(action: ActionSpec) -> Any:
     def method(self: SeatEnvironment, **payload: Any) -> str:
         return self._act(action.name, payload)
 
-    fields = action.payload.model_fields
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=field.annotation,
-                          default=inspect.Parameter.empty if field.is_required() else field.default)
-        for name, field in fields.items()
-    ]
-    method.__name__ = method.__qualname__ = action.name
     method.__doc__ = _docstring(action)
-    method.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    method.__annotations__ = {**{name: field.annotation for name, field in fields.items()}, "return": str}
-    return method
+    return signed(method, action, [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)], str)
 
 
-def environment_class(env: str = "org") -> type[SeatEnvironment]:
-    """The environment_factory class for an environment id: a SeatEnvironment with one method per action type."""
+def environment_class(env: str = aaos.DEFAULT_ENV) -> type[SeatEnvironment]:
+    """The environment_factory class for an environment id: a SeatEnvironment with one method per action type,
+    named after the environment (TRL logs its rewards under the class name)."""
     spec = aaos.spec(env)
     methods = {action.name: action_method(action) for action in spec.actions}
     name = f"{env.capitalize()}Environment"
@@ -118,5 +111,6 @@ def environment_class(env: str = "org") -> type[SeatEnvironment]:
     return type(name, (SeatEnvironment,), {"__doc__": doc, "__module__": __name__, **methods})
 
 
-OrgEnvironment = environment_class("org")
+DefaultEnvironment = environment_class()
+"""The class for the default environment (aaos.DEFAULT_ENV); environment_class(env) for another."""
 

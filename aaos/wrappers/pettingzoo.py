@@ -1,8 +1,8 @@
-"""A PettingZoo `ParallelEnv` over an AAOS environment: the six roles act at once each step.
+"""A PettingZoo `ParallelEnv` over any registered AAOS environment: its roles act at once each step.
 
     from aaos.wrappers.pettingzoo import AAOSParallelEnv
 
-    env = AAOSParallelEnv(task="full_episode", scenario="product_launch_failure")
+    env = AAOSParallelEnv(env="toy")           # default: aaos.DEFAULT_ENV, its default task and scenario
     observations, infos = env.reset(seed=0)
     while env.agents:
         actions = {agent: env.action_space(agent).sample(infos[agent]["action_mask"]) for agent in env.agents}
@@ -15,7 +15,7 @@ episode, so both are flattened to fixed spaces):
   kept) as compact JSON with sorted keys and ASCII escapes; `json.loads` gives the dict back.
 * action: `Discrete(MAX_ACTIONS)` — an index into the role's *current* catalogue of concrete actions:
   index 0 is no_op, then every legal action type with each combination of its payload choices (in the
-  order `legal_actions` lists them); free-text fields get a fixed text (TEXT). An index past the end of
+  order `legal_actions` lists them); a free-text field gets a fixed text (FREE_TEXT). An index past the end of
   the catalogue does no_op. `infos[agent]["action_mask"]` marks the valid indices for the next step and
   `infos[agent]["actions"]` lists the catalogue itself.
 * reward: the team reward, the same for every role. An episode ends for every role at once
@@ -40,12 +40,8 @@ MAX_ACTIONS = 256
 """Size of each role's Discrete action space; catalogue entries past it are left out."""
 MAX_VIEW_CHARS = 1 << 16
 """Longest role view (JSON characters) the Text observation space holds."""
-TEXT: dict[str, str] = {
-    "plan": "Plan: deliver critical work first, hand each task to its required role, flag risks early.",
-    "description": "Flagged by the acting role from its own view.",
-    "note": "Adopt the announced policy change.",
-}
-"""The text a free-text payload field gets (by field name)."""
+FREE_TEXT = "Decided by the acting role from its own view."
+"""The text every free-text payload field gets (a legal action lists such a field as "text")."""
 NO_OP: dict[str, Any] = {"action_type": "no_op", "payload": {}}
 
 
@@ -57,21 +53,23 @@ def catalogue(legal_actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         if action_type == NO_OP["action_type"]:
             continue
         names = list(fields)
-        choices = [[TEXT.get(name, name)] if fields[name] == "text" else fields[name] for name in names]
+        choices = [[FREE_TEXT] if fields[name] == "text" else fields[name] for name in names]
         actions.extend({"action_type": action_type, "payload": dict(zip(names, combo, strict=True))}
                        for combo in itertools.product(*choices))
     return actions[:MAX_ACTIONS]
 
 
 class AAOSParallelEnv(ParallelEnv[str, str, int]):
-    """The AAOS environment `env` (default "org") as a PettingZoo ParallelEnv; `task`, `scenario` and
-    `seed` as for aaos.make. reset(options={"task": ..., "scenario": ...}) switches them (other option
-    keys are ignored)."""
+    """The AAOS environment `env` (default aaos.DEFAULT_ENV) as a PettingZoo ParallelEnv; `task`, `scenario`
+    and `seed` as for aaos.make. reset(options={"task": ..., "scenario": ...}) switches them (other option
+    keys are ignored). metadata["name"] is "aaos_<env id>_v<env version>"."""
 
-    metadata: dict[str, Any] = {"name": "aaos_org_v0", "render_modes": [], "is_parallelizable": True}
+    metadata: dict[str, Any] = {"render_modes": [], "is_parallelizable": True}
 
-    def __init__(self, task: str | None = None, scenario: str | None = None, seed: int = 0, env: str = "org") -> None:
+    def __init__(self, task: str | None = None, scenario: str | None = None, seed: int = 0,
+                 env: str = aaos.DEFAULT_ENV) -> None:
         self.env: Environment = aaos.make(task, scenario=scenario, seed=seed, env=env)
+        self.metadata = {**type(self).metadata, "name": f"aaos_{env}_v{self.env.spec.version}"}
         self.possible_agents = list(self.env.spec.roles)
         self.agents: list[str] = []
         self.render_mode = None
