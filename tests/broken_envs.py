@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from toy_env import KIT, ToyEnv, toy_spec
 
-import aaos
-from aaos import envs
 from aaos.core.env import JointAction, Observation, StepResult
 from aaos.core.kit import EnvKit
 from aaos.core.spec import EnvSpec
@@ -102,18 +98,3 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     "toy_no_reason": ("NO_REASON", {"contracts"}),
 }
 """env id -> (the kit's name in this module, the checks it must fail and no others)."""
-
-
-@contextmanager
-def registered(**entries: EnvKit | str) -> Iterator[None]:
-    """Register environments for the duration of a test; the registry is restored afterwards."""
-    saved = dict(envs._REGISTRY)
-    try:
-        for env_id, kit in entries.items():
-            aaos.register(env_id, kit)
-        yield
-    finally:
-        envs._REGISTRY.clear()
-        envs._REGISTRY.update(saved)
-        envs.kit_of.cache_clear()
-        envs.spec.cache_clear()

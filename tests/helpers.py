@@ -5,11 +5,15 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aaos
+from aaos import envs
+from aaos.core.kit import EnvKit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = Path(__file__).resolve().parent
@@ -204,3 +208,18 @@ def custom_scenario() -> dict[str, Any]:
         "variation": {"deadline_jitter": 0, "amount_jitter": 0.0, "timing_jitter": 0},
         "flags": {"test_org": True},
     })
+
+
+@contextmanager
+def registered(**entries: EnvKit | str) -> Iterator[None]:
+    """Register environments for the duration of a test; the registry is restored afterwards."""
+    saved = dict(envs._REGISTRY)
+    try:
+        for env_id, kit in entries.items():
+            aaos.register(env_id, kit)
+        yield
+    finally:
+        envs._REGISTRY.clear()
+        envs._REGISTRY.update(saved)
+        envs.kit_of.cache_clear()
+        envs.spec.cache_clear()

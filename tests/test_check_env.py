@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from broken_envs import BROKEN, registered
-from helpers import REPO_ROOT, TESTS_DIR
+from broken_envs import BROKEN
+from helpers import REPO_ROOT, TESTS_DIR, registered
 from toy_env import KIT
 
 import aaos

@@ -14,12 +14,14 @@ from cos_exploits import play
 import aaos
 from aaos.bench.stats import bootstrap_ci
 from aaos.core.info import info_problems, observation_problems
+from aaos.core.scenario_files import ScenarioError
 from aaos.core.seeding import HOLDOUT_SALT_ENV, split_seeds
 from aaos.core.spec import Split
 from aaos.envs import kit_of
 from aaos.envs.chief_of_staff.champion import CosChampion
 from aaos.envs.chief_of_staff.oracle import CosOracle
-from aaos.envs.chief_of_staff.scenario import SCENARIO_DIR, ScenarioError, load_scenario_file
+from aaos.envs.chief_of_staff.scenario import SCENARIOS as SHELF
+from aaos.envs.chief_of_staff.scenario import load_scenario_file
 from aaos.envs.chief_of_staff.template import CosTemplate
 
 ENV = "chief_of_staff"
@@ -206,15 +208,15 @@ def test_same_seed_same_episode_and_the_salt_redraws_only_holdout(monkeypatch: p
 
 
 def test_scenario_files_are_valid_and_both_splits_exist(tmp_path: Path) -> None:
-    splits = {load_scenario_file(p).split for p in SCENARIO_DIR.glob("*.json")}
+    splits = {load_scenario_file(p).split for p in SHELF.folder.glob("*.json")}
     assert splits == {"train", "holdout"}
-    data = json.loads((SCENARIO_DIR / "series_b_startup.json").read_text())
+    data = json.loads((SHELF.folder / "series_b_startup.json").read_text())
     data["stakeholders"]["board"]["slot"] = "evening"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
     with pytest.raises(ScenarioError, match="evening"):
         KIT.scenario_file(str(bad))
-    assert make("steady_week", str(SCENARIO_DIR / "series_b_startup.json"), 0).reset()["scenario_id"] == \
+    assert make("steady_week", str(SHELF.folder / "series_b_startup.json"), 0).reset()["scenario_id"] == \
         "series_b_startup"
 
 

@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from broken_envs import registered
-from helpers import REPO_ROOT, SCENARIO_DIR, TESTS_DIR
+from helpers import REPO_ROOT, SCENARIO_DIR, TESTS_DIR, registered
 from toy_env import KIT, toy_spec
 
 import aaos

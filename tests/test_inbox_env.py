@@ -272,7 +272,7 @@ def test_the_guardrail_stops_unlabelled_and_unread_closes() -> None:
 
 
 def test_scenario_files_load_and_say_what_is_wrong(tmp_path: Path) -> None:
-    shipped = Path(aaos.envs.inbox.scenario.SCENARIO_DIR) / "saas_helpdesk.json"
+    shipped = Path(aaos.envs.inbox.scenario.SCENARIOS.folder) / "saas_helpdesk.json"
     assert KIT.scenario_file is not None and KIT.scenario_file(str(shipped)).id == "saas_helpdesk"
     data = json.loads(shipped.read_text())
     data["vip_accounts"] = ["stranger.com"]

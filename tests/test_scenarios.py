@@ -11,10 +11,10 @@ import pytest
 from helpers import SCENARIO_DIR, TASKS, scenario_ids
 
 import aaos
+from aaos.core.scenario_files import ScenarioError
 from aaos.core.seeding import HOLDOUT_SEED_START, seed_split, split_seeds
 from aaos.envs.org.scenario import (
     Scenario,
-    ScenarioError,
     builtin_scenarios,
     draw_variant,
     load_scenario_file,

@@ -16,9 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import REPO_ROOT, TESTS_DIR
+from helpers import REPO_ROOT, TESTS_DIR, registered
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 from pydantic import ValidationError
+from toy_env import toy_spec
 
 import aaos
 from aaos.cli import main as cli
@@ -28,11 +29,17 @@ from aaos.training.episodes import read_episodes
 from aaos.wrappers.pettingzoo import AAOSParallelEnv
 
 TOY = "toy"
-aaos.register(TOY, "toy_env:KIT")
-SPEC = aaos.spec(TOY)
+SPEC = toy_spec()
 SUBPROCESS_ENV = {**os.environ, "AAOS_ENVS": f"{TOY}=toy_env:KIT",
                   "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)])}
 STARTUP_SECONDS = 90
+
+
+@pytest.fixture(autouse=True, scope="module")
+def toy_registered() -> Iterator[None]:
+    """The toy registered as a third-party environment for this module (the registry is restored after)."""
+    with registered(**{TOY: "toy_env:KIT"}):
+        yield
 
 
 def plain(value: Any) -> Any:

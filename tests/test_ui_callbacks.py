@@ -13,10 +13,10 @@ from typing import Any
 
 import gradio as gr
 import pytest
+from helpers import registered
 from ui_fixtures import assert_no_reprs, fingerprint, queue_form, queue_raw, reset, step
 
 import aaos
-from aaos import envs
 from aaos.core import html
 from aaos.core.trajectory import TRAJECTORY_VERSION
 from aaos.envs.org.render import metric_text
@@ -398,11 +398,8 @@ def test_the_layout_keeps_one_expiring_simulation_per_tab_and_no_public_api() ->
 @pytest.fixture
 def toy() -> Iterator[str]:
     """The toy environment registered for one test (the registry is left as it was)."""
-    aaos.register("toy", "toy_env:KIT")
-    yield "toy"
-    del envs._REGISTRY["toy"]
-    envs.kit_of.cache_clear()
-    envs.spec.cache_clear()
+    with registered(toy="toy_env:KIT"):
+        yield "toy"
 
 
 def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: str) -> None:

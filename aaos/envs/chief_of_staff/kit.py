@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aaos.core.env import Environment
 from aaos.core.kit import EnvKit, Rendering
-from aaos.core.spec import ScenarioInfo
 from aaos.envs.chief_of_staff import render
 from aaos.envs.chief_of_staff.champion import CosChampion
 from aaos.envs.chief_of_staff.env import ChiefOfStaffEnv, cos_spec
@@ -12,17 +11,13 @@ from aaos.envs.chief_of_staff.guardrails import guardrail
 from aaos.envs.chief_of_staff.models import CosObservation, CosState
 from aaos.envs.chief_of_staff.oracle import CosOracle
 from aaos.envs.chief_of_staff.prompting import PROMPTING
-from aaos.envs.chief_of_staff.scenario import load_scenario_file
+from aaos.envs.chief_of_staff.scenario import SCENARIOS
 
 
 def hidden_ids(env: Environment) -> set[str]:
     """Requests that have not arrived yet: no observation may name them."""
     assert isinstance(env, ChiefOfStaffEnv)
     return {r.id for r in env.world.requests.values() if r.status == "upcoming"}
-
-
-def scenario_file(path: str) -> ScenarioInfo:
-    return load_scenario_file(path).info()
 
 
 KIT = EnvKit(
@@ -37,5 +32,5 @@ KIT = EnvKit(
     guardrail=guardrail,
     observation_model=CosObservation,
     state_model=CosState,
-    scenario_file=scenario_file,
+    scenario_file=SCENARIOS.info,
 )

@@ -9,17 +9,14 @@ another distribution with the secret holdout salt.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aaos.core.scenario_files import ScenarioShelf
 from aaos.core.seeding import holdout_salt, rng, seed_split
 from aaos.core.spec import ScenarioInfo, Split
-from aaos.data import data_dir
 from aaos.envs.chief_of_staff.spec import (
     EVENING,
     SLOTS_PER_DAY,
@@ -34,7 +31,6 @@ from aaos.envs.chief_of_staff.spec import (
     Tone,
 )
 
-SCENARIO_DIR = data_dir("scenarios") / "chief_of_staff"
 Id = Field(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$")
 
 
@@ -97,51 +93,14 @@ class Scenario(_Model):
         return ScenarioInfo(self.id, self.title, self.split, self.description)
 
 
-class ScenarioError(ValueError):
-    """A scenario file is missing, unreadable or does not match the schema."""
+SCENARIOS: ScenarioShelf[Scenario] = ScenarioShelf("chief_of_staff", Scenario)
+load_scenario_file = SCENARIOS.load
+resolve_scenario = SCENARIOS.resolve
 
 
-def load_scenario_file(path: str | Path) -> Scenario:
-    """Load and validate one scenario file; a bad file raises ScenarioError naming file and field."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise ScenarioError(f"{path}: no such scenario file") from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise ScenarioError(f"{path}: cannot be read ({error})") from error
-    except json.JSONDecodeError as error:
-        raise ScenarioError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") \
-            from error
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as error:
-        lines = [f"{path}: {'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
-                 for e in error.errors()[:5]]
-        raise ScenarioError("\n".join(lines)) from error
-
-
-@lru_cache(maxsize=1)
 def builtin_scenarios() -> dict[str, Scenario]:
     """The scenarios shipped in scenarios/chief_of_staff, by id: train ones first, then holdout."""
-    found = []
-    for path in sorted(SCENARIO_DIR.glob("*.json")):
-        scenario = load_scenario_file(path)
-        if scenario.id != path.stem:
-            raise ScenarioError(f"{path}: id: must equal the file name {path.stem!r}, got {scenario.id!r}")
-        found.append(scenario)
-    found.sort(key=lambda s: (s.split != "train", s.id))
-    return {s.id: s for s in found}
-
-
-def resolve_scenario(name: str) -> Scenario:
-    """A built-in scenario by id, or a scenario file by path (anything ending in .json)."""
-    if name.endswith(".json"):
-        return load_scenario_file(name)
-    scenarios = builtin_scenarios()
-    if name not in scenarios:
-        raise ValueError(f"unknown scenario {name!r}; choose one of: {', '.join(scenarios)} or give a .json path")
-    return scenarios[name]
+    return SCENARIOS.builtin
 
 
 # --- variants ----------------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aaos.core.env import Environment
 from aaos.core.kit import EnvKit, Rendering
-from aaos.core.spec import ScenarioInfo
 from aaos.envs.inbox import render
 from aaos.envs.inbox.champion import InboxChampion
 from aaos.envs.inbox.env import InboxEnv, inbox_spec
@@ -12,17 +11,13 @@ from aaos.envs.inbox.guardrails import guardrail
 from aaos.envs.inbox.models import InboxObservation, InboxState
 from aaos.envs.inbox.oracle import InboxOracle
 from aaos.envs.inbox.prompting import PROMPTING
-from aaos.envs.inbox.scenario import load_scenario_file
+from aaos.envs.inbox.scenario import SCENARIOS
 
 
 def hidden_ids(env: Environment) -> set[str]:
     """Emails that have not arrived yet: no observation may name them."""
     assert isinstance(env, InboxEnv)
     return {e.id for e in env.emails if e.arrives > env.step_count}
-
-
-def scenario_file(path: str) -> ScenarioInfo:
-    return load_scenario_file(path).info()
 
 
 KIT = EnvKit(
@@ -37,5 +32,5 @@ KIT = EnvKit(
     guardrail=guardrail,
     observation_model=InboxObservation,
     state_model=InboxState,
-    scenario_file=scenario_file,
+    scenario_file=SCENARIOS.info,
 )

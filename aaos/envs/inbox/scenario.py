@@ -9,18 +9,14 @@ banks `templates/train.json` and `templates/holdout.json` give, per sender inten
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aaos.core.scenario_files import ScenarioShelf, read_model
 from aaos.core.spec import ScenarioInfo, Split
-from aaos.data import data_dir
 from aaos.envs.inbox.spec import INTENT_CATEGORY
 
-SCENARIO_DIR = data_dir("scenarios") / "inbox"
-TEMPLATE_DIR = SCENARIO_DIR / "templates"
 Domain = Field(min_length=3, max_length=60, pattern=r"^[a-z0-9][a-z0-9.-]*\.[a-z]{2,}$")
 
 
@@ -84,47 +80,20 @@ class Bank(_Model):
         return self
 
 
-def _read(path: Path, model: type[_Model]) -> _Model:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read ({error.strerror})") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}"
-                             for e in error.errors()[:5])
-        raise ValueError(f"{path}: {problems}") from None
+SCENARIOS: ScenarioShelf[Scenario] = ScenarioShelf("inbox", Scenario)
+TEMPLATE_DIR = SCENARIOS.folder / "templates"
+load_scenario_file = SCENARIOS.load
+resolve_scenario = SCENARIOS.resolve
 
 
-def load_scenario_file(path: str | Path) -> Scenario:
-    """A scenario file, validated (ValueError naming the file and each field that is wrong)."""
-    found = _read(Path(path), Scenario)
-    assert isinstance(found, Scenario)
-    return found
-
-
-@cache
 def builtin_scenarios() -> dict[str, Scenario]:
-    return {s.id: s for s in (load_scenario_file(p) for p in sorted(SCENARIO_DIR.glob("*.json")))}
-
-
-def resolve_scenario(name: str) -> Scenario:
-    """A built-in scenario by id, or a scenario file by path (ending in .json)."""
-    if name.endswith(".json"):
-        return load_scenario_file(name)
-    scenarios = builtin_scenarios()
-    if name not in scenarios:
-        raise ValueError(f"unknown scenario {name!r}; choose one of: {', '.join(scenarios)} or a path to a .json file")
-    return scenarios[name]
+    """The scenarios shipped in scenarios/inbox, by id: train ones first, then holdout, each by id."""
+    return SCENARIOS.builtin
 
 
 @cache
 def bank(split: Split) -> Bank:
-    found = _read(TEMPLATE_DIR / f"{split}.json", Bank)
-    assert isinstance(found, Bank)
+    found = read_model(TEMPLATE_DIR / f"{split}.json", Bank)
     if found.split != split:
         raise ValueError(f"{TEMPLATE_DIR / f'{split}.json'}: split must be {split!r}")
     return found

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aaos.core.env import Environment
 from aaos.core.kit import EnvKit, Rendering
-from aaos.core.spec import ScenarioInfo
 from aaos.envs.org import render
 from aaos.envs.org.champion import OrgChampion
 from aaos.envs.org.env import OrgEnv, org_spec
@@ -13,7 +12,7 @@ from aaos.envs.org.guardrails import guardrail
 from aaos.envs.org.models import OrgObservation, OrgState
 from aaos.envs.org.oracle import OrgOracle
 from aaos.envs.org.prompting import PROMPTING
-from aaos.envs.org.scenario import load_scenario_file
+from aaos.envs.org.scenario import SCENARIOS
 
 
 def hidden_ids(env: Environment) -> set[str]:
@@ -22,10 +21,6 @@ def hidden_ids(env: Environment) -> set[str]:
     world = env.world
     return ({r.id for r in world.risks if r.status == "hidden"}
             | {w.id for w in world.work if w.status == "upcoming"})
-
-
-def scenario_file(path: str) -> ScenarioInfo:
-    return load_scenario_file(path).info()
 
 
 KIT = EnvKit(
@@ -40,6 +35,6 @@ KIT = EnvKit(
     guardrail=guardrail,
     observation_model=OrgObservation,
     state_model=OrgState,
-    scenario_file=scenario_file,
+    scenario_file=SCENARIOS.info,
     generate_scenarios=write_scenarios,
 )

@@ -6,17 +6,14 @@ the documented format; README "Scenario format" describes each field.
 
 from __future__ import annotations
 
-import json
 import random
-from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aaos.core.scenario_files import ScenarioShelf
 from aaos.core.seeding import HOLDOUT_SEED_START, holdout_salt, rng
 from aaos.core.spec import ScenarioInfo, Split
-from aaos.data import data_dir
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
     METRIC_NAMES,
@@ -29,8 +26,6 @@ from aaos.envs.org.spec import (
     Severity,
     WorkerRole,
 )
-
-SCENARIO_DIR = data_dir("scenarios") / "org"
 
 EventKind = Literal["incident", "policy_change", "resource_shock", "anomaly"]
 Id = Field(min_length=1, max_length=60, pattern=r"^[a-z][a-z0-9_]*$")
@@ -199,59 +194,14 @@ def remediation_id(risk_id: str) -> str:
     return "task_fix_" + risk_id.removeprefix("risk_")
 
 
-class ScenarioError(ValueError):
-    """A scenario file is missing, unreadable or does not match the schema."""
+SCENARIOS: ScenarioShelf[Scenario] = ScenarioShelf("org", Scenario)
+load_scenario_file = SCENARIOS.load
+resolve_scenario = SCENARIOS.resolve
 
 
-def _format_errors(path: Path, error: ValidationError) -> str:
-    lines = []
-    for problem in error.errors()[:5]:
-        where = ".".join(str(p) for p in problem["loc"]) or "(top level)"
-        lines.append(f"{path}: {where}: {problem['msg']}")
-    return "\n".join(lines)
-
-
-def load_scenario_file(path: str | Path) -> Scenario:
-    """Load and validate one scenario file; a bad file raises ScenarioError naming file and field."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise ScenarioError(f"{path}: no such scenario file") from error
-    except UnicodeDecodeError as error:
-        raise ScenarioError(f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from error
-    except OSError as error:
-        raise ScenarioError(f"{path}: cannot be read ({error.strerror or error})") from error
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno}, column {error.colno}"
-        raise ScenarioError(f"{path}: not valid JSON ({where}: {error.msg})") from error
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as error:
-        raise ScenarioError(_format_errors(path, error)) from error
-
-
-@lru_cache(maxsize=1)
 def builtin_scenarios() -> dict[str, Scenario]:
     """The scenarios shipped in scenarios/org, by id: train ones first, then holdout, each by id."""
-    scenarios: list[Scenario] = []
-    for path in sorted(SCENARIO_DIR.glob("*.json")):
-        scenario = load_scenario_file(path)
-        if scenario.id != path.stem:
-            raise ScenarioError(f"{path}: id: must equal the file name {path.stem!r}, got {scenario.id!r}")
-        scenarios.append(scenario)
-    scenarios.sort(key=lambda s: (s.split != "train", s.id))
-    return {s.id: s for s in scenarios}
-
-
-def resolve_scenario(name: str) -> Scenario:
-    """A built-in scenario by id, or a scenario file by path (anything ending in .json)."""
-    if name.endswith(".json"):
-        return load_scenario_file(name)
-    scenarios = builtin_scenarios()
-    if name not in scenarios:
-        raise ValueError(f"unknown scenario {name!r}; choose one of: {', '.join(scenarios)} or give a .json path")
-    return scenarios[name]
+    return SCENARIOS.builtin
 
 
 def _jitter_int(r: random.Random, value: int, spread: int, low: int) -> int:
