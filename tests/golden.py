@@ -1,5 +1,5 @@
 """Golden trajectories: a digest of every observation, reward and info of the champion's and random's episodes on
-every task × scenario × 3 seeds of each environment, so that a change meant to be invisible (a faster
+every task x scenario x 3 seeds of each environment, so that a change meant to be invisible (a faster
 observation, a leaner step) is proven invisible.
 
     python tests/golden.py [ENV ...]  # re-record those environments (default org) after a deliberate change
