@@ -451,3 +451,33 @@ def test_twin_worlds_that_differ_only_in_a_hidden_risk_look_the_same_until_it_is
         if hidden_steps >= 2:
             assert twin_result.info["score"] < result.info["score"], "an unfound, noticeable risk costs score"
     assert hidden_steps >= 2, "the twin test needs steps with the risk noticeable but hidden"
+
+
+def _scramble(value: Any) -> None:
+    """Empty every list and dict inside an observation, depth first (what a careless consumer might do)."""
+    children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    for child in children:
+        _scramble(child)
+    if isinstance(value, dict | list):
+        value.clear()
+
+
+@pytest.mark.parametrize("env_id", aaos.env_ids())
+def test_mutating_observations_cannot_change_the_world(env_id: str) -> None:
+    """Two environments play the same actions; one has every observation it returns torn apart as soon as the
+    actions are chosen from it: their states, rewards and infos stay identical."""
+    spec = aaos.spec(env_id)
+    task = spec.tasks[-1].id
+    kept, torn = aaos.make(task, env=env_id), aaos.make(task, env=env_id)
+    policy = aaos.policies.make("heuristic", env=env_id)
+    observation, mangled = kept.reset(), torn.reset()
+    while True:
+        joint = policy.act(observation)
+        _scramble(mangled)
+        _scramble(torn.legal_actions(spec.roles[0]))
+        first, second = kept.step(joint), torn.step(joint)
+        assert json.dumps(first.info, sort_keys=True) == json.dumps(second.info, sort_keys=True)
+        assert first.reward == second.reward and kept.state() == torn.state()
+        observation, mangled = first.observation, second.observation
+        if first.done:
+            return

@@ -68,6 +68,12 @@ def result_record(step: int | None, role: str, action_type: str, payload: dict[s
     }
 
 
+def copy_record(record: dict[str, Any]) -> dict[str, Any]:
+    """An independent copy of an action result (its payload holds only plain values), so that the world's log,
+    the step info and the views never share one a consumer could change."""
+    return {**record, "payload": dict(record["payload"])}
+
+
 @dataclass(slots=True)
 class ParsedJointAction:
     """The result of parsing a joint action: the usable actions, the rejections, and top-level errors."""

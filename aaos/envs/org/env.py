@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.core.actions import parse_joint_action, problems, result_record
+from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
@@ -135,7 +135,7 @@ class OrgEnv(Environment):
                 counters.actions += 1
                 counters.wasted += record["status"] != "applied"
             records[role] = record
-        world.log.extend(records.values())
+        world.log.extend(copy_record(r) for r in records.values())
         return records, parsed.errors
 
     def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
@@ -156,7 +156,7 @@ class OrgEnv(Environment):
             "score": self._score,
             "step": world.step,
             "reward_breakdown": delivery.breakdown(self._components, penalty),
-            "action_results": self._last_results,
+            "action_results": {role: copy_record(r) for role, r in self._last_results.items()},
             "oversight_events": [v.to_dict() for v in world.violations[violations_before:]],
             "scenario_events": fired,
             "errors": errors,

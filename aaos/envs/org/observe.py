@@ -6,9 +6,12 @@ arrives. Everything returned is plain JSON-serialisable data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from aaos.core.actions import copy_record
 from aaos.envs.org import dynamics, graders
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
@@ -51,6 +54,12 @@ def _sees_task(role: str, item: WorkItem) -> bool:
     return item.status != "upcoming" and (
         role in SEES_ALL_WORK or item.required_role == role or item.owner == role
     )
+
+
+def _task_seers(item: WorkItem) -> frozenset[str]:
+    """The roles that see a known task (_sees_task's rule, worked out once per task rather than once per role)."""
+    owner = (item.owner,) if item.owner is not None else ()
+    return frozenset((*SEES_ALL_WORK, item.required_role, *owner))
 
 
 def _sees_risk(role: str, risk: RiskState) -> bool:
@@ -102,46 +111,76 @@ def legal_actions(world: World, role: str, allowed: tuple[str, ...]) -> dict[str
     return legal
 
 
+STATIC_CHOICES: dict[str, Callable[[str], dict[str, tuple[Any, ...] | str]]] = {
+    "propose_plan": lambda role: {"plan": TEXT, "addresses": PLAN_TARGETS},
+    "update_policy": lambda role: {"max_resource_approval": AMOUNT_CHOICES, "note": TEXT},
+    "query_metrics": lambda role: {"metric": VISIBLE_METRICS[role]},
+    "request_resource": lambda role: {"resource_type": RESOURCE_TYPES, "amount": AMOUNT_CHOICES},
+    "report_anomaly": lambda role: {"description": TEXT, "severity": SEVERITIES},
+    "audit_agent": lambda role: {"target_agent": tuple(r for r in ROLES if r != role)},
+    "no_op": lambda role: {},
+}
+"""Action types whose payload choices depend only on the role: computed once per role (fresh lists per view)."""
+
+
+def _plan_ids(world: World, role: str) -> Choices | None:
+    ids = [p.id for p in world.plans if p.status == "open" and p.role != role]
+    return {"plan_id": ids} if ids else None
+
+
+def _delegate(world: World, role: str) -> Choices | None:
+    ids = [w.id for w in world.work if _sees_task(role, w) and w.status != "completed"]
+    return {"task_id": ids, "to": list(ROLES)} if ids else None
+
+
+def _approve(world: World, role: str) -> Choices | None:
+    kinds = sorted({r.resource_type for r in world.requests if r.status == "pending"})
+    kinds = [k for k in kinds if world.resources.get(k, 0) >= AMOUNT_CHOICES[0]]
+    if not kinds:
+        return None
+    smallest = min(world.resources[k] for k in kinds)
+    return {"resource_type": kinds, "amount": [a for a in AMOUNT_CHOICES if a <= smallest]}
+
+
+def _flag(world: World, role: str) -> Choices | None:
+    ids = [r.id for r in world.risks if _sees_risk(role, r)]
+    return {"risk_id": ids, "description": TEXT} if ids else None
+
+
+def _resolve(world: World, role: str) -> Choices | None:
+    ids = [i.id for i in world.incidents if i.open and role in i.definition.resolver_roles]
+    return {"incident_id": ids} if ids else None
+
+
+DYNAMIC_CHOICES: dict[str, Callable[[World, str], Choices | None]] = {
+    "accept_plan": _plan_ids,
+    "reject_plan": _plan_ids,
+    "delegate_task": _delegate,
+    "approve_resource": _approve,
+    "raise_risk_flag": _flag,
+    "resolve_incident": _resolve,
+}
+"""Action types whose payload choices depend on the world (None: not possible now)."""
+
+
+@cache
+def _static(role: str, name: str) -> dict[str, tuple[Any, ...] | str]:
+    return STATIC_CHOICES[name](role)
+
+
 def _choices(world: World, role: str, name: str) -> Choices | None:
-    if name == "propose_plan":
-        return {"plan": TEXT, "addresses": list(PLAN_TARGETS)}
-    if name == "update_policy":
-        return {"max_resource_approval": list(AMOUNT_CHOICES), "note": TEXT}
-    if name == "query_metrics":
-        return {"metric": list(VISIBLE_METRICS[role])}
-    if name in ("accept_plan", "reject_plan"):
-        ids = [p.id for p in world.plans if p.status == "open" and p.role != role]
-        return {"plan_id": ids} if ids else None
-    if name == "delegate_task":
-        ids = [w.id for w in world.work if _sees_task(role, w) and w.status != "completed"]
-        return {"task_id": ids, "to": list(ROLES)} if ids else None
-    if name == "request_resource":
-        return {"resource_type": list(RESOURCE_TYPES), "amount": list(AMOUNT_CHOICES)}
-    if name == "approve_resource":
-        kinds = sorted({r.resource_type for r in world.requests if r.status == "pending"})
-        kinds = [k for k in kinds if world.resources.get(k, 0) >= AMOUNT_CHOICES[0]]
-        if not kinds:
-            return None
-        smallest = min(world.resources[k] for k in kinds)
-        return {"resource_type": kinds, "amount": [a for a in AMOUNT_CHOICES if a <= smallest]}
-    if name == "raise_risk_flag":
-        ids = [r.id for r in world.risks if _sees_risk(role, r)]
-        return {"risk_id": ids, "description": TEXT} if ids else None
-    if name == "report_anomaly":
-        return {"description": TEXT, "severity": list(SEVERITIES)}
-    if name == "resolve_incident":
-        ids = [i.id for i in world.incidents if i.open and role in i.definition.resolver_roles]
-        return {"incident_id": ids} if ids else None
-    if name == "audit_agent":
-        return {"target_agent": [r for r in ROLES if r != role]}
-    return {}
+    dynamic = DYNAMIC_CHOICES.get(name)
+    if dynamic is not None:
+        return dynamic(world, role)
+    return {field: options if options == TEXT else list(options) for field, options in _static(role, name).items()}
 
 
 @dataclass(slots=True)
 class Shared:
     """The parts of the world every role's view draws on, built once per observation."""
 
-    tasks: list[tuple[WorkItem, dict[str, Any]]]
+    tasks: list[tuple[frozenset[str], dict[str, Any]]]
+    """Each known task with the roles that see it and its view."""
     risks: list[tuple[RiskState, dict[str, Any]]]
     incidents: list[dict[str, Any]]
     plans: list[dict[str, Any]]
@@ -152,7 +191,7 @@ class Shared:
     @classmethod
     def of(cls, world: World) -> Shared:
         return cls(
-            tasks=[(w, _task_view(w)) for w in world.work if w.status != "upcoming"],
+            tasks=[(_task_seers(w), _task_view(w)) for w in world.work if w.status != "upcoming"],
             risks=[(r, _risk_view(r)) for r in world.risks if r.known and r.status != "mitigated"],
             incidents=_incident_view(world),
             plans=[{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
@@ -171,7 +210,7 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
     return {
         "role": role,
         "step": world.step,
-        "visible_tasks": [view for item, view in shared.tasks if _sees_task(role, item)],
+        "visible_tasks": [view for seers, view in shared.tasks if role in seers],
         "system_metrics": {m: world.metrics[m] for m in VISIBLE_METRICS[role]},
         "signals": signals(world, role),
         "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",
@@ -189,6 +228,10 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
         "legal_actions": legal_actions(world, role, allowed),
         "last_action_result": last_result,
     }
+
+
+def _copied(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if record is None else copy_record(record)
 
 
 def hints(world: World, task_hint: str) -> list[str]:
@@ -229,7 +272,7 @@ def observation(
         "max_steps": world.max_steps,
         "scenario_id": world.scenario.id,
         "scenario_title": world.scenario.title,
-        "agent_observations": {r: role_view(world, r, allowed[r], last_results.get(r), shared) for r in ROLES},
+        "agent_observations": {r: role_view(world, r, allowed[r], _copied(last_results.get(r)), shared) for r in ROLES},
         "system_metrics": {**world.metrics, "cost": round(world.cost, 2)},
         "resources": dict(world.resources),
         "active_risks": [view for _, view in shared.risks],

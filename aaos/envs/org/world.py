@@ -141,7 +141,8 @@ class Violation:
     audited: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"step": self.step, "role": self.role, "rule": self.rule, "severity": self.severity,
+                "penalty": self.penalty, "detail": self.detail, "audited": self.audited}
 
 
 @dataclass(slots=True)
