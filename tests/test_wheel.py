@@ -15,6 +15,8 @@ import pytest
 from fake_openai import free_port
 from helpers import REPO_ROOT
 
+import aaos
+
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -37,12 +39,16 @@ def run(venv: Path, *args: str, timeout: float = 120) -> subprocess.CompletedPro
 
 
 def test_the_wheel_carries_the_scenarios_and_makes_every_task(venv: Path) -> None:
-    code = ("import json, aaos; print(json.dumps({'file': aaos.__file__, 'scenarios': len(aaos.list_scenarios()), "
-            "'ids': [aaos.make(t['id']).reset()['scenario_id'] for t in aaos.list_tasks()]}))")
+    code = ("import json, aaos; print(json.dumps({'file': aaos.__file__, 'envs': {e: {"
+            "'scenarios': len(aaos.list_scenarios(env=e)), "
+            "'ids': [aaos.make(t['id'], env=e).reset()['scenario_id'] for t in aaos.list_tasks(e)]} "
+            "for e in aaos.env_ids()}}))")
     found = json.loads(run(venv, str(venv / "bin" / "python"), "-c", code).stdout)
     assert Path(found["file"]).is_relative_to(venv), "aaos must come from the wheel, not the checkout"
-    assert found["scenarios"] == len(list((REPO_ROOT / "scenarios" / "org").glob("*.json")))
-    assert found["ids"] == ["product_launch_failure"] * 3
+    assert set(found["envs"]) == set(aaos.env_ids())
+    for env_id, made in found["envs"].items():
+        assert made["scenarios"] == len(list((REPO_ROOT / "scenarios" / env_id).glob("*.json"))) > 0
+        assert made["ids"] == [aaos.spec(env_id).default_scenario] * len(aaos.spec(env_id).tasks)
 
 
 def test_aaos_run_plays_an_episode(venv: Path) -> None:
