@@ -1,17 +1,27 @@
 """The AAOS Space: one FastAPI app with the OpenEnv API and the Gradio UI at `/`.
 
     python app.py        # http://127.0.0.1:7860 (HOST and PORT override; HOST defaults to 0.0.0.0)
+
+Once the server is up, the startup audit (`aaos doctor`: token present or not, model endpoint, champion runs)
+writes its lines to the log, prefixed "aaos doctor:", from a thread: the first page load does not wait for it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import uvicorn
 from fastapi import FastAPI
 
+import aaos
+from aaos import doctor
+from aaos.agents.llm import LLMConfig
 from aaos.server.app import create_app
 from aaos.ui import mount_ui
+
+AUDIT_POLL_S = 0.2
 
 
 def build_app() -> FastAPI:
@@ -19,10 +29,23 @@ def build_app() -> FastAPI:
     return mount_ui(create_app())
 
 
+def audit_once_started(server: uvicorn.Server) -> None:
+    """Wait for the server to listen, then log the startup audit."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(AUDIT_POLL_S)
+    doctor.run(aaos.env_ids(), os.environ.get(doctor.TOKEN_VARIABLE, ""), LLMConfig.from_env(),
+               lambda line: print(f"aaos doctor: {line}", flush=True))
+
+
 app = build_app()
 
 if __name__ == "__main__":
     host = os.environ.get("HOST", "0.0.0.0")
     port = int(os.environ.get("PORT", "7860"))
-    print(f"AAOS Space on http://127.0.0.1:{port}")
-    uvicorn.run(app, host=host, port=port, log_level=os.environ.get("LOG_LEVEL", "warning"))
+    print(f"AAOS Space on http://127.0.0.1:{port}", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
+                                           log_level=os.environ.get("LOG_LEVEL", "warning")))
+    threading.Thread(target=audit_once_started, args=(server,), name="aaos-doctor", daemon=True).start()
+    server.run()

@@ -6,6 +6,8 @@
 Options (each also read from a variable):
     --env ID           environment id (ENV_NAME; default: aaos.DEFAULT_ENV)
     --task ID|all      one task, or all of the environment's tasks in its order (TASK; default all)
+    --output PATH      also write every episode's result (score, components, steps, rewards) as JSON (OUTPUT)
+    --verbose          also say each step's score and components on stderr (stdout keeps the strict lines)
 
 Environment variables:
     API_BASE_URL       OpenAI-compatible endpoint (default https://router.huggingface.co/v1)
@@ -32,6 +34,8 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aaos
@@ -40,8 +44,25 @@ from aaos.agents.llm import LLMConfig
 from aaos.bench.policies import PolicySpec, baseline, build_policy
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.env import Environment, JointAction, StepResult
+from aaos.core.spec import EnvSpec
 
 ALL_TASKS = "all"
+
+
+@dataclass
+class Outcome:
+    """One task's episode, as the results file records it."""
+
+    task: str
+    model: str
+    steps: int = 0
+    score: float = 0.0
+    success: bool = False
+    rewards: list[float] = field(default_factory=list)
+    components: dict[str, float | None] = field(default_factory=dict)
+    penalty: float = 0.0
+    error: str | None = None
+    """Why the episode stopped before it was done, or None."""
 
 
 def one_line(text: str) -> str:
@@ -90,12 +111,10 @@ def make_policy(config: LLMConfig | None, env: str, seed: int) -> tuple[Policy, 
 
 
 def play(config: LLMConfig | None, env_id: str, task: str, scenario: str, seed: int, max_steps: int | None,
-         threshold: float) -> None:
+         threshold: float, verbose: bool = False) -> Outcome:
     policy, model = make_policy(config, env_id, seed)
     base_url = os.environ.get("ENV_BASE_URL", "").strip()
-    rewards: list[float] = []
-    steps = 0
-    score = 0.0
+    outcome = Outcome(task, model)
     print(f"[START] task={task} env=aaos model={model}", flush=True)
     remote: RemoteEpisode | None = None
     try:
@@ -111,23 +130,45 @@ def play(config: LLMConfig | None, env_id: str, task: str, scenario: str, seed: 
             joint = policy.act(observation)
             result = env.step(joint)
             observation = result.observation
-            steps += 1
-            rewards.append(result.reward)
-            score = result.info["score"]
-            done = result.done or (max_steps is not None and steps >= max_steps)
+            outcome.steps += 1
+            outcome.rewards.append(result.reward)
+            outcome.score = result.info["score"]
+            breakdown = result.info["reward_breakdown"]
+            outcome.components, outcome.penalty = dict(breakdown["components"]), breakdown["penalty"]
+            done = result.done or (max_steps is not None and outcome.steps >= max_steps)
             error = step_error(result.info)
-            print(f"[STEP] step={steps} action={json.dumps(joint, separators=(',', ':'), sort_keys=True)} "
+            print(f"[STEP] step={outcome.steps} action={json.dumps(joint, separators=(',', ':'), sort_keys=True)} "
                   f"reward={result.reward:.2f} done={str(done).lower()} error={error or 'null'}", flush=True)
+            if verbose:
+                parts = " ".join(f"{k}={'-' if v is None else f'{v:.3f}'}" for k, v in outcome.components.items())
+                print(f"inference.py: {task} step {outcome.steps} score={outcome.score:.3f} {parts} "
+                      f"penalty={outcome.penalty:.3f}", file=sys.stderr)
             if done:
                 break
     except Exception as error:  # the END line is printed whatever happened
-        print(f"inference.py: {task} stopped: {one_line(f'{type(error).__name__}: {error}')}", file=sys.stderr)
+        outcome.error = one_line(f"{type(error).__name__}: {error}")
+        print(f"inference.py: {task} stopped: {outcome.error}", file=sys.stderr)
     finally:
         policy.close()
         if remote is not None:
             remote.close()
-        print(f"[END] success={str(score >= threshold).lower()} steps={steps} score={score:.3f} "
-              f"rewards={','.join(f'{r:.2f}' for r in rewards)}", flush=True)
+        outcome.success = outcome.score >= threshold
+        print(f"[END] success={str(outcome.success).lower()} steps={outcome.steps} score={outcome.score:.3f} "
+              f"rewards={','.join(f'{r:.2f}' for r in outcome.rewards)}", flush=True)
+    return outcome
+
+
+def write_results(path: Path, spec: EnvSpec, scenario: str, seed: int, threshold: float,
+                  outcomes: Sequence[Outcome]) -> None:
+    """The results file: the run's settings, then one entry per task."""
+    results = {
+        "env": spec.id, "env_version": spec.version, "reward_version": spec.reward_version, "scenario": scenario,
+        "seed": seed, "success_threshold": threshold,
+        "mean_score": round(sum(o.score for o in outcomes) / len(outcomes), 6) if outcomes else 0.0,
+        "tasks": [asdict(o) for o in outcomes],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -137,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help=f"environment id (ENV_NAME; default {aaos.DEFAULT_ENV})")
     parser.add_argument("--task", default=os.environ.get("TASK") or ALL_TASKS,
                         help="a task id of the environment, or 'all' for every task (TASK; default all)")
+    parser.add_argument("--output", type=Path, default=os.environ.get("OUTPUT") or None,
+                        help="write the episodes' results to this JSON file (OUTPUT)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="say each step's score and components on stderr")
     args = parser.parse_args(argv)
     try:
         spec = aaos.spec(args.env)
@@ -150,8 +195,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     config = model_config()
     if config is None:
         print("inference.py: MODEL_NAME is not set; the heuristic champion plays.", file=sys.stderr)
-    for task in tasks:
-        play(config, spec.id, task, scenario, seed, max_steps, threshold)
+    outcomes = [play(config, spec.id, task, scenario, seed, max_steps, threshold, args.verbose) for task in tasks]
+    if args.output is not None:
+        write_results(args.output, spec, scenario, seed, threshold, outcomes)
+        print(f"inference.py: wrote {args.output}", file=sys.stderr)
 
 
 if __name__ == "__main__":

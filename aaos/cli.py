@@ -1,15 +1,18 @@
-"""The `aaos` command: list, validate, scenarios generate, run, check, serve, bench, and training (collect, replay,
-sft, grpo-data). Every command reaches its environment through the registry and its kit (`--env`)."""
+"""The `aaos` command: list, validate, scenarios generate, run, check, doctor, serve, bench, and training (collect,
+replay, sft, grpo-data). Every command reaches its environment through the registry and its kit (`--env`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import aaos
+from aaos import doctor
+from aaos.agents.llm import LLMConfig
 from aaos.bench import cli as bench_cli
 from aaos.data import data_dir
 from aaos.server.address import add_address_arguments
@@ -98,6 +101,12 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    env_ids = [args.env] if args.env else aaos.env_ids()
+    return doctor.run(env_ids, os.environ.get(doctor.TOKEN_VARIABLE, ""), LLMConfig.from_env(),
+                      lambda line: print(line, flush=True), timeout_s=args.timeout, seed=args.seed)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from aaos.server.app import serve  # the server's dependencies load only for this command
 
@@ -155,6 +164,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the checked episodes (default 0)")
     p.add_argument("--fuzz", type=int, default=2000, help="malformed joint actions to send (default 2000)")
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("doctor", help="audit the setup: model token, model endpoint, champion runs (exit 1 on a "
+                                      "failure)",
+                       description="Says whether HF_TOKEN is present (never its value), whether the model endpoint "
+                                   "(MODEL_NAME at API_BASE_URL) answers and how fast (skipped when MODEL_NAME is "
+                                   "unset), and plays the champion on each environment's easy and medium tasks. "
+                                   "Exits 1 if a check fails.")
+    p.add_argument("--env", choices=envs, help="audit this environment only (default: every registered one)")
+    p.add_argument("--timeout", type=float, default=doctor.ENDPOINT_TIMEOUT_S,
+                   help=f"seconds to wait for the model endpoint (default {doctor.ENDPOINT_TIMEOUT_S:g})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the champion runs (default 0)")
+    p.set_defaults(func=_doctor)
 
     p = sub.add_parser("serve", help="run the HTTP/WebSocket/MCP API server (OpenEnv-compatible), without the UI")
     add_address_arguments(p)

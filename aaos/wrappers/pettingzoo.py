@@ -36,8 +36,10 @@ from pettingzoo import ParallelEnv
 import aaos
 from aaos.core.env import Environment, JointAction, Observation
 
-MAX_ACTIONS = 256
-"""Size of each role's Discrete action space; catalogue entries past it are left out."""
+MAX_ACTIONS = 4096
+"""Size of each role's Discrete action space; catalogue entries past it are left out. Large enough for every
+concrete action of the registered environments at their busiest (a 50-email inbox lists 701, a crunch month's
+calendar over 1000): a smaller space would silently hide whole action types at the end of the catalogue."""
 MAX_VIEW_CHARS = 1 << 16
 """Longest role view (JSON characters) the Text observation space holds."""
 FREE_TEXT = "Decided by the acting role from its own view."

@@ -14,7 +14,7 @@ from aaos.envs.inbox.spec import CATEGORIES
 
 
 def _labels(email: Mapping[str, Any]) -> str:
-    category = pill(email["category"], "open") if email.get("category") else pill("no category", "pending")
+    category = pill(email["category"], "label") if email.get("category") else pill("no category", "pending")
     priority = pill(email["priority"], email["priority"]) if email.get("priority") else pill("no priority",
                                                                                              "pending")
     return f"{category} {priority}"
@@ -22,10 +22,11 @@ def _labels(email: Mapping[str, Any]) -> str:
 
 def email_row(email: Mapping[str, Any]) -> str:
     status = email["status"]
-    return (f"<code>{esc(email['id'])}</code> {pill(status, status)} {_labels(email)}"
+    return (f'<div class="aaos-email aaos-email-{html.escape(status)}" data-email="{html.escape(email["id"])}">'
+            f"<code>{esc(email['id'])}</code> {pill(status, status)} {_labels(email)}"
             f"<br><b>{esc(email['subject'])}</b> <small>from {esc(email['sender'])} · {esc(email['sentiment'])} · "
             f"received step {esc(email['received_step'])}{' · read' if email.get('opened') else ''}</small>"
-            f"<br><small>{esc(email['preview'])}</small>")
+            f"<br><small>{esc(email['preview'])}</small></div>")
 
 
 def opened_html(email: Mapping[str, Any] | None) -> str:
@@ -33,9 +34,10 @@ def opened_html(email: Mapping[str, Any] | None) -> str:
         return '<p class="aaos-empty">No email opened yet.</p>'
     thread = [f"<small>earlier message {i + 1}:</small> {esc(text)}" for i, text in enumerate(email["thread"])]
     body = esc(email["body"]).replace("\n", "<br>")
-    return (f"<p><code>{esc(email['id'])}</code> {pill(email['status'], email['status'])} {_labels(email)}"
+    return (f'<div class="aaos-opened" data-email="{html.escape(email["id"])}">'
+            f"<p><code>{esc(email['id'])}</code> {pill(email['status'], email['status'])} {_labels(email)}"
             f"<br><b>{esc(email['subject'])}</b><br><small>from {esc(email['sender'])}</small></p>"
-            f"<p>{body}</p>" + (section("Thread", items(thread, ""), len(thread)) if thread else ""))
+            f"<p>{body}</p>" + (section("Thread", items(thread, ""), len(thread)) if thread else "") + "</div>")
 
 
 def role_card(role: str, view: Mapping[str, Any], queued: Mapping[str, Any] | None) -> str:
@@ -69,6 +71,11 @@ def attention(observation: Mapping[str, Any]) -> str:
             + ("(labelled high, still open)" if e["priority"] == "high" else "(not read yet)")
             for e in pending if e["priority"] == "high" or not e["opened"]]
     return f'<div class="aaos-hints"><b>What needs attention</b>{items(rows[:8], "Nothing pressing.")}</div>'
+
+
+def _wide(title: str, body: str, count: int | None = None) -> str:
+    """A section across the report's whole width (the confusion matrix needs it)."""
+    return section(title, body, count).replace('<div class="aaos-section">', '<div class="aaos-section aaos-wide">', 1)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -110,7 +117,7 @@ def report(state: Mapping[str, Any]) -> str:
     return ('<div class="aaos-world" id="aaos-report">'
             + section(f"Grade Report: score {state['score']:.3f}", chips(state["components"]))
             + section("Outcome", chips(outcome))
-            + section("Categories (rows: true, columns: closed with)", _table(["true \\ given", *columns], rows))
+            + _wide("Categories (rows: true, columns: closed with)", _table(["true \\ given", *columns], rows))
             + section("Missed urgent emails", items(missed, "No urgent email missed."), len(missed))
             + section("Violations", items(violations, "No violations."), len(violations))
             + "</div>")
