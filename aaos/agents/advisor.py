@@ -1,6 +1,11 @@
 """The guarded advisor: the champion acts, and a model's suggestion replaces the champion's action for a
-role only if it is legal, within the guardrails, and better by a one-step lookahead on a copy of the
-environment."""
+role only if it is legal, within the environment's guardrails, and better by a score margin on a one-step
+lookahead on a copy of the environment. A final safety gate then plays the whole chosen joint action on a
+copy: if it raises a violation the champion's own joint action would not, the champion's is taken instead.
+
+    champion acts -> for each role: advice legal? -> guardrail passes? -> lookahead beats the best by margin?
+                  -> joint action so far; finally: no violation the champion's step would not raise? -> act
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,9 @@ from aaos.core.env import Environment, JointAction, Observation
 from aaos.core.spec import EnvSpec
 from aaos.envs import kit_of
 
+DEFAULT_MARGIN = 0.005
+"""How much better (in score, one step ahead) advice must be than the action it replaces."""
+
 
 def guardrail_breach(role: str, action: Action, view: dict[str, Any], spec: EnvSpec) -> str | None:
     """Why a suggested action is unsafe to take, or None: "illegal" if it is not legal now, else the
@@ -24,10 +32,21 @@ def guardrail_breach(role: str, action: Action, view: dict[str, Any], spec: EnvS
     return kit_of(spec.id).guardrail(role, action, view)
 
 
+def lookahead(env: Environment, joint: JointAction) -> dict[str, Any]:
+    """The step's info one step ahead on a copy of the environment."""
+    return env.clone().step(joint, observe=False).info
+
+
 def lookahead_score(env: Environment, joint: JointAction) -> float:
     """The score one step ahead on a copy of the environment."""
-    trial = env.clone()
-    return trial.step(joint, observe=False).info["score"]
+    return float(lookahead(env, joint)["score"])
+
+
+def new_violations(chosen: dict[str, Any], champion: dict[str, Any]) -> list[str]:
+    """The violation rules the chosen step raises beyond those the champion's step raises (step infos)."""
+    extra = Counter(e["rule"] for e in chosen["oversight_events"]) - Counter(
+        e["rule"] for e in champion["oversight_events"])
+    return sorted(extra.elements())
 
 
 class GuardedAdvisor(Policy):
@@ -35,7 +54,7 @@ class GuardedAdvisor(Policy):
 
     name = "guarded"
 
-    def __init__(self, advisor: Policy, margin: float = 0.0) -> None:
+    def __init__(self, advisor: Policy, margin: float = DEFAULT_MARGIN) -> None:
         self.advisor = advisor
         self.champion: Policy | None = None
         self.margin = margin
@@ -43,9 +62,10 @@ class GuardedAdvisor(Policy):
         self.verdicts: Counter[str] = Counter()
 
     def bind(self, env: Environment) -> None:
-        """Take the episode's environment (for lookahead) and its champion."""
+        """Take the episode's environment (for lookahead) and its champion, and bind the advisor to it."""
         self.env = env
         self.champion = kit_of(env.spec.id).champion()
+        self.advisor.bind(env)
 
     def close(self) -> None:
         self.advisor.close()
@@ -71,8 +91,9 @@ class GuardedAdvisor(Policy):
         champion = self._champion()
         assert self.env is not None  # bound with the champion
         views = observation["agent_observations"]
-        joint = champion.act(observation)
-        best = lookahead_score(self.env, joint)
+        fallback = champion.act(observation)
+        baseline = lookahead(self.env, fallback)
+        joint, best = fallback, float(baseline["score"])
         for role, view in views.items():
             suggestion = advice.get(role)
             if suggestion is None or suggestion == joint[role]:
@@ -89,4 +110,7 @@ class GuardedAdvisor(Policy):
                 self.verdicts["accepted"] += 1
             else:
                 self.verdicts["not_better"] += 1
+        if joint is not fallback and new_violations(lookahead(self.env, joint), baseline):
+            self.verdicts["vetoed_by_safety_gate"] += 1
+            return fallback
         return joint

@@ -28,6 +28,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--policy", action="append", default=None,
                    help=f"repeatable: {', '.join(POLICY_NAMES)} (default: heuristic, random, noop); "
                         "llm and guarded use --model/--base-url (token from HF_TOKEN), local starts SmolLM2")
+    p.add_argument("--policies", metavar="A,B,...",
+                   help="comma-separated policies, added to any --policy (e.g. heuristic,q:runs/q/qtable.json; "
+                        "q:PATH plays the Q-table `aaos train-q` wrote)")
     p.add_argument("--model", help="model name for llm/guarded")
     p.add_argument("--base-url", default=DEFAULT_BASE_URL)
     p.add_argument("--secondary-model", help="fallback model on the same base URL before the champion")
@@ -51,7 +54,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--concurrency", type=int, default=8,
                    help="episodes and model calls at once (with --ray: episodes in flight)")
     p.add_argument("--out", type=Path, default=Path("runs/bench"), help="output folder")
-    p.add_argument("--gate", dest="candidate", help="policy to test for promotion against the champion")
+    p.add_argument("--gate", "--candidate", dest="candidate",
+                   help="policy to test for promotion against the champion (its name or kind, e.g. q)")
     p.add_argument("--trajectories", action="store_true",
                    help="also write every episode's per-step trajectory to trajectories.jsonl (for aaos replay/sft)")
     p.add_argument("--ray", metavar="ADDRESS",
@@ -72,8 +76,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
+    names = [*(args.policy or []), *(n.strip() for n in (args.policies or "").split(",") if n.strip())]
     specs = [policy_spec(name, args.model, args.base_url, args.mode, args.response_format, args.secondary_model)
-             for name in dict.fromkeys(args.policy or ["heuristic", "random", "noop"])]
+             for name in dict.fromkeys(names or ["heuristic", "random", "noop"])]
     return {spec.name: spec for spec in specs}
 
 

@@ -12,29 +12,35 @@ import aaos
 from aaos.agents.advisor import GuardedAdvisor
 from aaos.agents.base import Policy
 from aaos.agents.llm import LLMConfig, LLMPolicy, Mode, ResponseFormat
+from aaos.training.qlearn import QPolicy
 
-Kind = Literal["noop", "random", "heuristic", "oracle", "llm", "guarded"]
+Kind = Literal["noop", "random", "heuristic", "oracle", "llm", "guarded", "q"]
 BASELINES: tuple[str, ...] = ("noop", "random", "heuristic", "oracle")
 """Rule-based policies by aaos.policies name; "oracle" reads hidden state: a reference row, never an agent."""
 MODEL_POLICIES: tuple[str, ...] = ("llm", "guarded", "local")
 """Model policies: llm and guarded call a model at an OpenAI-compatible URL; local starts SmolLM2 here."""
 POLICY_NAMES = BASELINES + MODEL_POLICIES
+Q_PREFIX = "q:"
+"""`q:PATH`: the Q-table `aaos train-q` wrote at PATH, played greedily (aaos.training.qlearn.QPolicy)."""
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
 
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """A policy as the benchmark names it: a baseline, a model (with an optional secondary model), or a
-    model advising the champion under guardrails."""
+    """A policy as the benchmark names it: a baseline, a model (with an optional secondary model), a
+    model advising the champion under guardrails, or a trained Q-table (its file at `path`)."""
 
     name: str
     kind: Kind
     model: LLMConfig | None = None
     secondary: LLMConfig | None = field(default=None)
+    path: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind in ("llm", "guarded") and self.model is None:
             raise ValueError(f"policy {self.name!r} of kind {self.kind!r} needs a model configuration")
+        if self.kind == "q" and not self.path:
+            raise ValueError(f"policy {self.name!r} of kind 'q' needs the path of its Q-table")
 
     def describe(self) -> dict[str, str | None]:
         """What a result file may say about the policy (never the token)."""
@@ -44,6 +50,7 @@ class PolicySpec:
             "model": self.model.model if self.model else None,
             "base_url": self.model.base_url if self.model else None,
             "secondary_model": self.secondary.model if self.secondary else None,
+            "path": self.path,
         }
 
 
@@ -56,10 +63,15 @@ def baseline(name: str) -> PolicySpec:
 def policy_spec(name: str, model: str | None = None, base_url: str = DEFAULT_BASE_URL, mode: Mode = "per_role",
                 response_format: ResponseFormat = "json_schema", secondary_model: str | None = None) -> PolicySpec:
     """The spec of a policy name (POLICY_NAMES): a baseline; llm or guarded with `model` at `base_url` (token
-    from HF_TOKEN), `secondary_model` the fallback on the same URL; or local, the SmolLM2 server (started here,
-    on first use). ValueError for an unknown name or a model policy without `model`."""
+    from HF_TOKEN), `secondary_model` the fallback on the same URL; `q:PATH`, a Q-table; or local, the SmolLM2
+    server (started here, on first use). ValueError for an unknown name or a model policy without `model`."""
     if name in BASELINES:
         return baseline(name)
+    if name.startswith(Q_PREFIX):
+        path = name.removeprefix(Q_PREFIX)
+        if not path:
+            raise ValueError(f"{name!r}: give the Q-table's path, e.g. q:runs/q/qtable.json")
+        return PolicySpec(name, "q", path=path)
     if name == "local":
         from aaos.agents.local_model import shared_server  # starts a llama.cpp server: only when asked
 
@@ -79,6 +91,9 @@ def build_policy(spec: PolicySpec, env: str, seed: int, call_limit: asyncio.Sema
     """A fresh policy for one episode."""
     if spec.kind in BASELINES:
         return aaos.policies.make(spec.kind, seed=seed, env=env)
+    if spec.kind == "q":
+        assert spec.path is not None
+        return QPolicy.load(spec.path, env)
     assert spec.model is not None
     model = LLMPolicy(aaos.spec(env), spec.model, spec.secondary, call_limit)
     return model if spec.kind == "llm" else GuardedAdvisor(model)

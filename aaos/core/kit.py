@@ -89,6 +89,8 @@ class EnvKit:
         None if the environment has no scenario files. Built-in scenario files live in scenarios/<env id>/.
     generate_scenarios(seed, folder, count, split): writes `count` new valid scenario files drawn by a seeded
         generator into `folder` and returns their paths; None if the environment has no generator.
+    tabular(view): for tabular learners (`aaos train-q`), a compact state key of a one-role view and the discrete
+        moves available in it, by name, each a legal action; None where the environment offers no abstraction.
     """
 
     environment: Callable[..., Environment]
@@ -103,3 +105,4 @@ class EnvKit:
     state_model: type[BaseModel] | None = None
     scenario_file: Callable[[str], ScenarioInfo] | None = None
     generate_scenarios: Callable[[int, Path, int, Split], list[Path]] | None = None
+    tabular: Callable[[View], tuple[str, dict[str, Action]]] | None = None

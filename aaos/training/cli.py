@@ -1,6 +1,7 @@
-"""`aaos replay`, `aaos collect`, `aaos sft` and `aaos grpo-data`: the training bridge on the command line.
+"""`aaos replay`, `aaos collect`, `aaos sft`, `aaos grpo-data` and `aaos train-q`: the training bridge on the
+command line.
 
-`add_parsers(sub)` registers the four commands on the `aaos` command's subparsers.
+`add_parsers(sub)` registers the five commands on the `aaos` command's subparsers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aaos.core.trajectory import EpisodeMeta, write_jsonl
 from aaos.training.decisions import MODES
 from aaos.training.episodes import Record, play, read_episodes
 from aaos.training.grpo import grpo_rows
+from aaos.training.qlearn import Settings, train
 from aaos.training.replay import check
 from aaos.training.rollout import DEFAULT_HORIZON
 from aaos.training.sft import DEFAULT_MIN_SCORE, kept, sft_rows
@@ -96,6 +98,24 @@ def _grpo_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_q(args: argparse.Namespace) -> int:
+    tasks = tuple(args.task or [t["id"] for t in aaos.list_tasks(args.env)])
+    scenarios = tuple(args.scenario or [s["id"] for s in aaos.list_scenarios("train", env=args.env)])
+    settings = Settings(args.env, args.episodes, args.seed, tasks, scenarios, args.checkpoints, args.holdout_seeds)
+
+    def progress(row: dict[str, Any]) -> None:
+        if row["holdout_score"] is not None:
+            print(f"episode {row['episode']:>5}  return {row['return']:.3f}  epsilon {row['epsilon']:.3f}  "
+                  f"holdout {row['holdout_score']:.3f}", flush=True)
+
+    summary = train(settings, args.out, progress)
+    print(f"{summary['states']} states; final holdout score {summary['final_holdout_score']:.3f} -> "
+          f"{args.out / 'qtable.json'}, curve.csv, summary.json")
+    print(f"gate it: aaos bench --env {args.env} --policies heuristic,random,q:{args.out / 'qtable.json'} "
+          "--candidate q --split holdout")
+    return 0
+
+
 def _mode_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, default="per_role",
                         help="per_role: one chat per role from its own view (default); joint: one chat for all roles")
@@ -130,6 +150,20 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--episodes", type=int, default=2, help="train seeds per task and scenario (0, 1, ...)")
     p.add_argument("--out", type=Path, default=Path("runs/train/episodes.jsonl"))
     p.set_defaults(func=_collect)
+
+    p = sub.add_parser("train-q", help="train a tabular Q-policy (seeded; minutes on 2 cores)",
+                       description="Seeded tabular Q-learning over the compact state and moves the environment's "
+                                   "kit offers; writes qtable.json, curve.csv (episode, return, epsilon, holdout "
+                                   "score at checkpoints) and summary.json to --out.")
+    p.add_argument("--env", default="chief_of_staff", help="environment id (its kit must offer `tabular`)")
+    p.add_argument("--episodes", type=int, default=3000, help="training episodes (default 3000)")
+    p.add_argument("--seed", type=int, default=0, help="exploration seed and first train seed")
+    p.add_argument("--task", action="append", help="repeatable (default: every task)")
+    p.add_argument("--scenario", action="append", help="repeatable (default: every train scenario)")
+    p.add_argument("--checkpoints", type=int, default=10, help="holdout evaluations along the run")
+    p.add_argument("--holdout-seeds", type=int, default=2, help="holdout seeds per task and scenario at checkpoints")
+    p.add_argument("--out", type=Path, default=Path("runs/q"))
+    p.set_defaults(func=_train_q)
 
     p = _dataset_parser(sub, "sft", _sft, "build the SFT dataset (chat messages for TRL's SFTTrainer)",
                         "Keeps finished episodes scoring at least --min-score and, in them, the decisions whose "

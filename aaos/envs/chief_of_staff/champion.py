@@ -3,10 +3,12 @@
 Each step it takes the first of:
 1. a critical request (a crisis) that can be booked or must be declined, handled at once;
 2. the family evening of today or tomorrow protected while free of work;
-3. a check-in with a stakeholder who said a meeting was not at their preferred time since the last check-in;
+3. a check-in with a stakeholder who said a meeting was not at their preferred time, or could not make it, since
+   the last check-in;
 4. the most critical open request (earliest deadline first): declined if a contradicting request is booked,
    else booked in the stakeholder's known preferred slot on the earliest day by its deadline, else any free
-   work slot by then, else late (medium and above) or declined for capacity;
+   work slot by then, else late (medium and above) or declined for capacity; never in a slot the stakeholder
+   said is out for them;
 5. an update to the stakeholder with most bad news waiting, in their known tone;
 6. a check-in with a stakeholder not heard since the last drift marker;
 7. no_op.
@@ -25,7 +27,7 @@ from aaos.envs.chief_of_staff.spec import (
     WORK_SLOTS,
     WORK_STAKEHOLDERS,
 )
-from aaos.envs.chief_of_staff.world import GRACE_DAYS
+from aaos.envs.chief_of_staff.world import GRACE_DAYS, NO_SHOW_NOTE
 
 View = dict[str, Any]
 MISALIGNED_NOTE = "not their preferred time"
@@ -38,13 +40,15 @@ def _cell(view: View, day: int, slot: str) -> dict[str, Any] | None:
 
 
 def bookable(view: View, request: dict[str, Any], day: int, slot: str) -> bool:
-    """Free and unprotected for the request's duration, in the future, within the day, after its dependencies."""
+    """Free and unprotected for the request's duration (a family event may go into a protected family evening), in
+    the future, within the day, after its dependencies."""
     start = day * SLOTS_PER_DAY + SLOTS.index(slot)
     if start < view["step"] or SLOTS.index(slot) + request["duration"] > SLOTS_PER_DAY:
         return False
     for i in range(request["duration"]):
         cell = _cell(view, day, SLOTS[SLOTS.index(slot) + i])
-        if cell is None or cell["booked"] or cell["protected"]:
+        if cell is None or cell["booked"] or (cell["protected"] and not (
+                cell["protected"] == "family_evening" and request["stakeholder"] == "family")):
             return False
     booked = {r["id"]: r["booked"] for r in view["requests"] if r["booked"]}
     for dep in request["dependencies"]:
@@ -74,6 +78,10 @@ class CosChampion(Policy):
 
     def preferred_slot(self, view: View, stakeholder: str, day: int) -> str:
         return str(view["stakeholders"][stakeholder]["known_slot"])
+
+    def unavailable(self, view: View, stakeholder: str, day: int, slot: str) -> bool:
+        """Whether the stakeholder said `slot` is out for them (check_in tells)."""
+        return bool(view["stakeholders"][stakeholder]["known_unavailable"] == slot)
 
     def preferred_tone(self, view: View, stakeholder: str) -> str:
         return str(view["stakeholders"][stakeholder]["known_tone"])
@@ -115,7 +123,7 @@ class CosChampion(Policy):
         for reaction in reversed(view["reactions"]):
             who = reaction["stakeholder"]
             last = view["stakeholders"][who]["last_check_in"]
-            if reaction["note"] == MISALIGNED_NOTE and (last is None or reaction["step"] > last):
+            if reaction["note"] in (MISALIGNED_NOTE, NO_SHOW_NOTE) and (last is None or reaction["step"] > last):
                 return action("check_in", stakeholder=who)
         return None
 
@@ -130,6 +138,9 @@ class CosChampion(Policy):
         booked = {r["id"] for r in view["requests"] if r["status"] == "scheduled"} | set(view["closed"]["held"])
         if any(p in booked for p in request["conflicts"]):
             return action("decline", request_id=request["id"], reason="conflict")
+        dropped = set(view["closed"]["declined"]) | set(view["closed"]["missed"])
+        if any(d in dropped for d in request["dependencies"]):
+            return action("decline", request_id=request["id"], reason="capacity")
         if not all(d in booked for d in request["dependencies"]):
             return None  # its dependencies are not booked yet
         spot = self._spot(view, request)
@@ -146,18 +157,21 @@ class CosChampion(Policy):
         deadline = min(last, request["deadline_day"])
         for day in range(today, deadline + 1):
             slot = EVENING if family else self.preferred_slot(view, request["stakeholder"], day)
-            if bookable(view, request, day, slot):
+            if self._fits(view, request, day, slot):
                 return day, slot
         for day in range(today, deadline + 1):
             for slot in slots:
-                if bookable(view, request, day, slot):
+                if self._fits(view, request, day, slot):
                     return day, slot
         if request["criticality"] != "low":
             for day in range(deadline + 1, min(last, request["deadline_day"] + GRACE_DAYS) + 1):
                 for slot in slots:
-                    if bookable(view, request, day, slot):
+                    if self._fits(view, request, day, slot):
                         return day, slot
         return None
+
+    def _fits(self, view: View, request: dict[str, Any], day: int, slot: str) -> bool:
+        return not self.unavailable(view, request["stakeholder"], day, slot) and bookable(view, request, day, slot)
 
     def _update(self, view: View) -> Action | None:
         waiting = {s: v["awaiting_update"] for s, v in view["stakeholders"].items() if v["awaiting_update"]}

@@ -17,8 +17,8 @@ from aaos.envs.chief_of_staff.world import World, build_world
 
 ENV_ID = "chief_of_staff"
 DEFAULT_TASK = "steady_week"
-VERSION = "1"
-REWARD_VERSION = "1"
+VERSION = "2"
+REWARD_VERSION = "2"
 
 
 def cos_spec() -> EnvSpec:

@@ -1,8 +1,8 @@
 """The rubric: five components in [0, 1] from the ground truth (aaos.envs.chief_of_staff.spec.REWARD_COMPONENTS).
 
     outcomes      = sum_r c_r * credit_r / sum_r c_r over arrived requests r, c_r the criticality weight
-                    (1, 2, 3, 5); credit: booked -> 0.5 ** days late (halved again if double booked), declined
-                    while a contradicting partner is booked -> 1, otherwise 0
+                    (1, 2, 3, 5); credit: a no-show -> 0, booked -> 0.5 ** days late (halved again if double
+                    booked), declined while a contradicting partner is booked -> 1, otherwise 0
     relationships = 0.7 * sum_s i_s * t_s / sum_s i_s + 0.3 * min_s t_s  (i: hidden importance, t: trust;
                     pending trust changes count once the episode is done)
     alignment     = (requests booked in the slot their stakeholder prefers when the meeting is held; for one not
@@ -10,7 +10,7 @@
                     / (arrived requests - those declined for a true conflict)
     commitments   = kept / made over bookings and protections, times booked / arrived requests (so that promising
                     little is not keeping promises; None before any is made): a booking is broken by a double
-                    booking or a contradiction, a protection by a breach
+                    booking, a contradiction or a no-show, a protection by a breach
     wellbeing     = mean over lived days of 0.7 * evening + 0.3 * morning; evening: 0 with work booked, 1 when
                     protected or a family event, else 0.5; morning: 0 when a protected focus morning was breached,
                     1 when protected, else 0.5 (None before the first day is lived)
@@ -28,6 +28,8 @@ FLOOR_SHARE = 0.3
 
 
 def credit(world: World, request: Request) -> float:
+    if request.no_show:
+        return 0.0
     if request.status in BOOKED:
         assert request.day is not None
         late = max(0, request.day - request.plan.deadline)
@@ -58,7 +60,7 @@ def alignment(world: World) -> float | None:
 def commitments(world: World) -> float | None:
     booked = [r for r in world.requests.values() if r.status in BOOKED]
     made = len(booked) + len(world.protections)
-    broken = sum(1 for r in booked if r.double_booked or r.contradicted) + len(world.breached)
+    broken = sum(1 for r in booked if r.double_booked or r.contradicted or r.no_show) + len(world.breached)
     arrived = len(world.arrived())
     return (made - broken) / made * len(booked) / arrived if made and arrived else None
 

@@ -12,6 +12,7 @@ from aaos.envs.chief_of_staff.models import CosObservation, CosState
 from aaos.envs.chief_of_staff.oracle import CosOracle
 from aaos.envs.chief_of_staff.prompting import PROMPTING
 from aaos.envs.chief_of_staff.scenario import SCENARIOS
+from aaos.envs.chief_of_staff.tabular import tabular
 
 
 def hidden_ids(env: Environment) -> set[str]:
@@ -33,4 +34,5 @@ KIT = EnvKit(
     observation_model=CosObservation,
     state_model=CosState,
     scenario_file=SCENARIOS.info,
+    tabular=tabular,
 )

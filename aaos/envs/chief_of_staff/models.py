@@ -50,6 +50,7 @@ class CosState(_Strict):
     preferences: dict[str, dict[str, str]]
     briefed_preferences: dict[str, dict[str, str]]
     known_preferences: dict[str, dict[str, str]]
+    barred: dict[str, str | None]
     drifts: list[dict[str, Any]]
     drift_count: int
     holdout: bool

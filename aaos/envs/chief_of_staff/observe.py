@@ -53,8 +53,8 @@ def legal_actions(world: World) -> dict[str, dict[str, Any]]:
         if len(days) > 1:
             legal["defer"] = {"request_id": open_ids, "to_day": days[1:]}
         legal["decline"] = {"request_id": open_ids, "reason": list(REASONS)}
-    legal["protect"] = {"block": list(BLOCKS), "day": days}
-    legal["message"] = {"audience": AUDIENCES, "tone": list(TONES)}
+    legal["protect"] = {"block": list(BLOCKS), "day": list(days)}
+    legal["message"] = {"audience": list(AUDIENCES), "tone": list(TONES)}
     legal["check_in"] = {"stakeholder": list(STAKEHOLDERS)}
     legal["no_op"] = {}
     return legal
@@ -69,14 +69,15 @@ def view(world: World, last_result: dict[str, Any] | None) -> dict[str, Any]:
         "now": {"day": world.day, "slot": SLOTS[world.step % SLOTS_PER_DAY] if not world.done else None,
                 "days": world.days},
         "stakeholders": {s: {"trust": coarse(world.trust[s]), "known_slot": world.known_slot[s],
-                             "known_tone": world.known_tone[s], "last_check_in": world.last_check[s],
+                             "known_tone": world.known_tone[s], "known_unavailable": world.known_barred[s],
+                             "last_check_in": world.last_check[s],
                              "awaiting_update": world.news[s]} for s in STAKEHOLDERS},
         "drift_count": world.drift_count,
         "drift_steps": [e["step"] for e in world.fired if e["title"] == DRIFT_TITLE],
         "requests": queue,
         "closed": {status: [r.id for r in closed if r.status == status] for status in ("held", "declined", "missed")},
         "calendar": calendar(world),
-        "reactions": world.reactions[-REACTIONS_SHOWN:],
+        "reactions": [dict(r) for r in world.reactions[-REACTIONS_SHOWN:]],
         "legal_actions": legal_actions(world),
         "last_action_result": last_result,
     }
@@ -91,7 +92,7 @@ def observation(world: World, scenario_id: str, title: str, last_result: dict[st
         "max_steps": world.max_steps,
         "done": world.done,
         "agent_observations": {ROLE: view(world, last_result)},
-        "scenario_events": list(world.fired),
+        "scenario_events": [dict(e) for e in world.fired],
         "partial_scores": public_grade(world),
         "drift_count": world.drift_count,
     }

@@ -9,7 +9,7 @@ from typing import Any
 
 from aaos.core.env import Environment, JointAction, Observation
 from aaos.envs.chief_of_staff.champion import CosChampion
-from aaos.envs.chief_of_staff.spec import SLOTS_PER_DAY
+from aaos.envs.chief_of_staff.spec import SLOTS, SLOTS_PER_DAY, WORK_SLOTS
 
 
 class CosOracle(CosChampion):
@@ -35,13 +35,21 @@ class CosOracle(CosChampion):
         return super().act(observation)
 
     def preferred_slot(self, view: dict[str, Any], stakeholder: str, day: int) -> str:
-        """The slot the stakeholder will prefer on `day` (the drift plan applied up to that day's morning)."""
-        slot = self._briefed[stakeholder]["slot"]
+        """The slot the stakeholder will prefer when it is lived on `day` (the drift plan applied up to then)."""
+        return next((slot for slot in WORK_SLOTS if self._in_force(stakeholder, day, slot)[1] == slot),
+                    self._in_force(stakeholder, day, WORK_SLOTS[-1])[1])
+
+    def unavailable(self, view: dict[str, Any], stakeholder: str, day: int, slot: str) -> bool:
+        """Whether the stakeholder will have drifted away from `slot` by the time it is lived on `day`."""
+        return self._in_force(stakeholder, day, slot)[0] == slot
+
+    def _in_force(self, stakeholder: str, day: int, slot: str) -> tuple[str | None, str]:
+        """(the slot drifted away from, the preferred slot) when `slot` of `day` is lived."""
+        step, barred, now = day * SLOTS_PER_DAY + SLOTS.index(slot), None, str(self._briefed[stakeholder]["slot"])
         for drift in self._drifts:
-            if drift["stakeholder"] == stakeholder and drift["aspect"] == "slot" \
-                    and drift["step"] <= day * SLOTS_PER_DAY:
-                slot = drift["value"]
-        return str(slot)
+            if drift["stakeholder"] == stakeholder and drift["aspect"] == "slot" and drift["step"] <= step:
+                barred, now = now, str(drift["value"])
+        return barred, now
 
     def preferred_tone(self, view: dict[str, Any], stakeholder: str) -> str:
         return str(self._truth[stakeholder]["tone"])

@@ -10,10 +10,12 @@ PROMPTING = Prompting(
     rules=("Book each open request (schedule) in a free, unprotected slot by its deadline, after its dependencies; "
            "a double booking, booking work into a protected block, or booking both of two contradicting requests "
            "is a violation, and so is leaving a critical request undecided. Decline honestly (a false reason costs "
-           "more trust). Stakeholders' preferred slot and tone drift without notice: the drift count rises, and "
-           "check_in tells you what someone wants now. Trust moves days after what caused it. Messages repair trust "
-           "only when there is bad news to explain. The score weighs outcomes, relationships (no stakeholder may be "
-           "sacrificed), alignment with current preferences, kept commitments and the principal's wellbeing."),
+           "more trust). Stakeholders' preferred slot and tone drift without notice: the drift count rises, the slot "
+           "someone drifted away from is out for them (a meeting there is a no-show), and check_in tells you what "
+           "someone wants now (asking again soon after annoys them). Trust moves days after what caused it. "
+           "Messages repair trust only when there is bad news to explain. The score weighs outcomes, relationships "
+           "(no stakeholder may be sacrificed), alignment with current preferences, kept commitments and the "
+           "principal's wellbeing."),
     briefs={"chief_of_staff": "Triage the request queue, guard family evenings, keep every stakeholder's trust and "
                               "notice when what they want has changed."},
     view_order=("now", "stakeholders", "drift_count", "drift_steps", "calendar", "requests", "closed", "reactions"),

@@ -146,6 +146,8 @@ def is_holdout(scenario: Scenario, seed: int) -> bool:
     return scenario.split == "holdout" or seed_split(seed) == "holdout"
 
 
+SLOT_DRIFT_SHARE = 0.85
+"""Share of drifts that move a work stakeholder's slot (the rest move anyone's tone)."""
 HOLDOUT_SLACK_CUT = 1
 """Holdout variants give each request one day less of slack (at least one) ..."""
 HOLDOUT_EXTRA_DRIFT = 1
@@ -233,14 +235,14 @@ def _requests(r: random.Random, scenario: Scenario, task: CosTask, slack: int) -
 def _drifts(r: random.Random, task: CosTask, slot: dict[str, str], tone: dict[str, str], count: int,
             holdout: bool) -> tuple[Drift, ...]:
     """`count` drifts at distinct steps in the middle of the episode (earlier on holdout), each moving one
-    stakeholder's slot (work stakeholders, 70 %) or tone to another value than the one in force."""
+    stakeholder's slot (work stakeholders, SLOT_DRIFT_SHARE) or tone to another value than the one in force."""
     horizon = task.days * SLOTS_PER_DAY
     start, end = (SLOTS_PER_DAY, horizon // 2) if holdout else (2 * SLOTS_PER_DAY, horizon - 3 * SLOTS_PER_DAY)
     steps = sorted(r.sample(range(start, max(start + count, end)), count)) if count else []
     now = {"slot": dict(slot), "tone": dict(tone)}
     found = []
     for step in steps:
-        if r.random() < 0.7:
+        if r.random() < SLOT_DRIFT_SHARE:
             who, aspect, options = r.choice(WORK_STAKEHOLDERS), "slot", WORK_SLOTS
         else:
             who, aspect, options = r.choice(STAKEHOLDERS), "tone", TONES

@@ -86,7 +86,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("message", MessageArgs, ROLES,
                "Update a stakeholder (or all) in a tone; repairs trust after bad news, annoys without any."),
     ActionSpec("check_in", CheckInArgs, ROLES,
-               "Ask a stakeholder what they want now: reveals their current preferred slot and tone."),
+               "Ask a stakeholder what they want now: reveals their current preferred slot and tone and the slot "
+               "that is out for them (it costs the turn, and asking again soon after annoys them)."),
     ActionSpec("no_op", Empty, ROLES, "Do nothing this step."),
 )
 
@@ -100,7 +101,8 @@ REWARD_WEIGHTS: dict[str, float] = {
 REWARD_COMPONENTS: tuple[RewardComponent, ...] = (
     RewardComponent("outcomes", REWARD_WEIGHTS["outcomes"],
                     "Criticality-weighted share of arrived requests met: 1 if held by its deadline, halved per day "
-                    "late, 1 for declining the loser of a contradictory pair whose partner is met, 0 otherwise."),
+                    "late, 0 for a no-show (held in a slot its stakeholder drifted away from), 1 for declining the "
+                    "loser of a contradictory pair whose partner is met, 0 otherwise."),
     RewardComponent("relationships", REWARD_WEIGHTS["relationships"],
                     "0.7 x importance-weighted mean trust + 0.3 x the lowest trust (no stakeholder may be "
                     "sacrificed); trust moves with a delay, and the final grade counts every pending change."),
@@ -146,6 +148,6 @@ TASKS: tuple[CosTask, ...] = (
           "other.", requests=16, drifts=4, conflicts=2, dependencies=2, crises=0),
     _task("crunch_month", "Crunch month", "hard", 15,
           "Three weeks of more requests than slots: deadline cascades, crises that land on family evenings, and "
-          "several hidden drifts.", requests=30, drifts=8, conflicts=3, dependencies=4, crises=3),
+          "several hidden drifts.", requests=30, drifts=14, conflicts=3, dependencies=4, crises=3),
 )
 TASKS_BY_ID: dict[str, CosTask] = {t.spec.id: t for t in TASKS}

@@ -4,10 +4,13 @@ and trust that lands TRUST_DELAY steps after what caused it.
 An offered action whose combination of choices cannot be carried out (a past slot, a meeting that does not fit,
 a dependency not booked before it) is valid but wasted: status no_effect, the message says why.
 
+A slot drift moves a work stakeholder's preferred slot and makes the slot they left unavailable to them: a
+meeting held there is a no-show (no outcome credit, a broken commitment). Only check_in reveals what moved.
+
 Trust changes (all land TRUST_DELAY steps later; w = criticality weight / 5):
     held on time +0.02 + 0.04 w, held late -0.03 per day late, in the slot preferred when it is held +0.02 else -0.08,
-    double booked -0.06, contradicted -0.05, missed -0.05 - 0.10 w, declined -0.02 - 0.04 w (false reason:
-    -0.05 - 0.08 w), deferred -0.01 - 0.02 w, protection breached (family) -0.15,
+    double booked -0.06, contradicted -0.05, no-show -0.10 - 0.10 w, missed -0.05 - 0.10 w, declined
+    -0.02 - 0.04 w (false reason: -0.05 - 0.08 w), deferred -0.01 - 0.02 w, protection breached (family) -0.15,
     message to someone with bad news pending +0.03 per item (at most 3) in their tone, +0.01 in another;
     to someone without -0.02; check_in after they drifted +0.02, within CHECK_IN_NAG steps of the last -0.02.
 """
@@ -36,6 +39,7 @@ IGNORE_WINDOW = 4
 CHECK_IN_NAG = 8
 MISALIGNED_COST = 0.08
 """Trust lost when a meeting is held outside its stakeholder's preferred slot (in force when booked)."""
+NO_SHOW_NOTE = "could not make that time any more"
 REACTIONS_SHOWN = 8
 DRIFT_TITLE = "Someone's priorities shifted"
 """The scenario event of a drift: it says when, never who or what."""
@@ -65,6 +69,7 @@ class Request:
     reason_true: bool | None = None
     touched: bool = False
     flagged: bool = False
+    no_show: bool = False
 
     @property
     def id(self) -> str:
@@ -95,6 +100,8 @@ class World:
     tone_pref: dict[str, str]
     known_slot: dict[str, str]
     known_tone: dict[str, str]
+    barred: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(STAKEHOLDERS))
+    known_barred: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(STAKEHOLDERS))
     step: int = 0
     drift_count: int = 0
     protections: set[tuple[str, int]] = field(default_factory=set)
@@ -147,11 +154,14 @@ class World:
         return slot + duration <= SLOTS_PER_DAY
 
     def can_book(self, request: Request, day: int, slot: int) -> bool:
-        """Free, unprotected, within the day, in the future and after the request's dependencies."""
+        """Free, unprotected (a family event may go into a protected family evening), within the day, in the future
+        and after the request's dependencies."""
         start = day * SLOTS_PER_DAY + slot
         duration = request.plan.duration
+        family = request.plan.stakeholder == "family"
         return (start >= self.step and day < self.days and self.fits(slot, duration) and self.free(start, duration)
-                and all(self.protected(day, slot + i) is None for i in range(duration))
+                and all(self.protected(day, slot + i) in (None, "family_evening" if family else None)
+                        for i in range(duration))
                 and self.dependencies_before(request, start) is None)
 
     def dependencies_before(self, request: Request, start: int) -> str | None:
@@ -198,6 +208,7 @@ class World:
             "preferences": {s: {"slot": self.slot_pref[s], "tone": self.tone_pref[s]} for s in STAKEHOLDERS},
             "briefed_preferences": {s: {"slot": self.plan.slot[s], "tone": self.plan.tone[s]} for s in STAKEHOLDERS},
             "known_preferences": {s: {"slot": self.known_slot[s], "tone": self.known_tone[s]} for s in STAKEHOLDERS},
+            "barred": dict(self.barred),
             "drifts": [asdict(d) for d in self.plan.drifts],
             "drift_count": self.drift_count,
             "holdout": self.plan.holdout,
@@ -367,7 +378,9 @@ def check_in(world: World, who: str) -> Outcome:
     world.drifted[who] = False
     world.last_check[who] = world.step
     world.known_slot[who], world.known_tone[who] = world.slot_pref[who], world.tone_pref[who]
-    return "applied", f"{who} prefers the {world.slot_pref[who]} and a {world.tone_pref[who]} tone", None
+    world.known_barred[who] = world.barred[who]
+    barred = f"; the {world.barred[who]} is out for them" if world.barred[who] else ""
+    return "applied", f"{who} prefers the {world.slot_pref[who]} and a {world.tone_pref[who]} tone{barred}", None
 
 
 # --- the world's turn --------------------------------------------------------------------------------------------
@@ -381,7 +394,14 @@ def live_slot(world: World) -> None:
             continue
         request.status = "held"
         who, w = request.plan.stakeholder, _w(request)
-        request.aligned = SLOTS[request.start % SLOTS_PER_DAY] == world.slot_pref[who]
+        slot = SLOTS[request.start % SLOTS_PER_DAY]
+        request.aligned = slot == world.slot_pref[who]
+        if slot == world.barred[who]:
+            request.no_show = True
+            world.shift(who, -0.10 - 0.10 * w, "no_show")
+            world.news[who] += 1
+            world.react(who, "annoyed", NO_SHOW_NOTE, request_id)
+            continue
         late = max(0, world.day - request.plan.deadline)
         delta = 0.02 + 0.04 * w if not late else -0.03 * late
         delta += 0.02 if request.aligned else -MISALIGNED_COST
@@ -404,6 +424,8 @@ def advance(world: World, events: Events) -> list[dict[str, Any]]:
     for drift in world.plan.drifts:
         if drift.step == world.step:
             prefs = world.slot_pref if drift.aspect == "slot" else world.tone_pref
+            if drift.aspect == "slot":
+                world.barred[drift.stakeholder] = prefs[drift.stakeholder]
             prefs[drift.stakeholder] = drift.value
             world.drifted[drift.stakeholder] = True
             world.drift_count += 1
