@@ -5,11 +5,17 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 import aaos
 from aaos import envs
@@ -223,3 +229,36 @@ def registered(**entries: EnvKit | str) -> Iterator[None]:
         envs._REGISTRY.update(saved)
         envs.kit_of.cache_clear()
         envs.spec.cache_clear()
+
+
+SERVE_STARTUP_SECONDS = 90
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[str]:
+    """`aaos serve` in a subprocess on a free loopback port with the process environment `env`; its base URL once
+    /health answers."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "aaos.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVE_STARTUP_SECONDS
+        while True:
+            assert process.poll() is None, f"aaos serve exited: {process.stderr.read() if process.stderr else ''}"
+            assert time.monotonic() < deadline, "aaos serve did not answer /health in time"
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

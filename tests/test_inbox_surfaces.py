@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, serving
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 from pydantic import ValidationError
 from test_inference import episodes
@@ -36,17 +34,12 @@ TASK = "easy"
 TASKS = ["easy", "medium", "hard"]
 CLEAN = {k: v for k, v in os.environ.items()
          if k not in ("MODEL_NAME", "ENV_BASE_URL", "HF_TOKEN", "TASK", "ENV_NAME", "OUTPUT")}
-STARTUP_SECONDS = 90
 
 
 def plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def in_process(seed: int, task: str = TASK, scenario: str | None = None
@@ -68,24 +61,8 @@ def in_process(seed: int, task: str = TASK, scenario: str | None = None
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
     """`aaos serve` in a subprocess (the inbox is a built-in environment: nothing to register); its base URL."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "aaos.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=REPO_ROOT, env=CLEAN, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert process.poll() is None, f"aaos serve exited: {process.stderr.read() if process.stderr else ''}"
-            assert time.monotonic() < deadline, "aaos serve did not answer /health in time"
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    with serving(CLEAN) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from helpers import serving
 
 REPO = Path(__file__).resolve().parents[1]
-STARTUP_SECONDS = 90
 
 
 def openenv(*args: str) -> subprocess.CompletedProcess[str]:
@@ -25,34 +23,14 @@ def openenv(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, check=False)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
     """`aaos serve` in a subprocess on a free loopback port; its base URL."""
-    port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen([sys.executable, "-m", "aaos.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert process.poll() is None, f"aaos serve exited: {process.stderr.read() if process.stderr else ''}"
-            assert time.monotonic() < deadline, "aaos serve did not answer /health in time"
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    with serving(env) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_openenv_validate_passes_on_the_repo() -> None:

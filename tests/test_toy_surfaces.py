@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from helpers import REPO_ROOT, TESTS_DIR, registered
+from helpers import REPO_ROOT, TESTS_DIR, registered, serving
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 from pydantic import ValidationError
 from toy_env import toy_spec
@@ -32,7 +30,6 @@ TOY = "toy"
 SPEC = toy_spec()
 SUBPROCESS_ENV = {**os.environ, "AAOS_ENVS": f"{TOY}=toy_env:KIT",
                   "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)])}
-STARTUP_SECONDS = 90
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -61,34 +58,13 @@ def in_process(seed: int, scenario: str = "standard") -> tuple[dict[str, Any], l
             return plain(first), steps
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[str]:
     """`aaos serve` in a subprocess that finds the toy through AAOS_ENVS; its base URL."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "aaos.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=REPO_ROOT, env=SUBPROCESS_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert process.poll() is None, f"aaos serve exited: {process.stderr.read() if process.stderr else ''}"
-            assert time.monotonic() < deadline, "aaos serve did not answer /health in time"
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    with serving(SUBPROCESS_ENV) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
