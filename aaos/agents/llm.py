@@ -37,6 +37,23 @@ Mode = Literal["per_role", "joint"]
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 TIERS = ("primary", "secondary", "champion")
 LAST_ERROR_CHARS = 300
+FIX_HINTS: dict[str, str] = {
+    "APIConnectionError": "the endpoint could not be reached: check the base URL and that the server is running",
+    "APITimeoutError": "the endpoint did not answer in time: check that it is up, or raise the timeout",
+    "AuthenticationError": "the endpoint refused the token: check HF_TOKEN (or the token box)",
+    "PermissionDeniedError": "the token may not use this model: check its permissions",
+    "NotFoundError": "the endpoint does not know this model or path: check the model name and the base URL",
+    "RateLimitError": "the endpoint is rate-limiting: wait, or use a smaller run",
+    "BadRequestError": "the endpoint rejected the request: check that the model supports chat completions",
+    "InternalServerError": "the endpoint failed on its side: retry later or use another endpoint",
+    "InvalidAnswer": "the model's answers were not valid actions: try a larger model or the joint mode",
+}
+"""What to do about a model call that failed, by the error's class name."""
+
+
+def fix_hint(error_type: str | None) -> str:
+    """A one-line fix for a failure whose class is `error_type` (see FIX_HINTS)."""
+    return FIX_HINTS.get(error_type or "", "check the model settings and the endpoint")
 
 
 @dataclass(frozen=True)
@@ -83,10 +100,13 @@ class CallStats:
     decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     last_error: str | None = None
     """Why a tier's answer was last given up on ("model: ErrorType: message"), or None if none was."""
+    last_error_type: str | None = None
+    """The class name of that error (a key of FIX_HINTS), or None."""
 
     def give_up(self, tier: _Tier, error: Exception) -> None:
         """Note why the tier's answer is given up on (the next tier then decides)."""
         self.last_error = f"{tier.config.model}: {type(error).__name__}: {error}"[:LAST_ERROR_CHARS]
+        self.last_error_type = type(error).__name__
 
     def to_dict(self) -> dict[str, Any]:
         decided = sum(self.decisions.values())
@@ -102,6 +122,7 @@ class CallStats:
             "decisions": dict(self.decisions),
             "fallback_rate": round(1 - self.decisions["primary"] / decided, 4) if decided else 0.0,
             "last_error": self.last_error,
+            "last_error_type": self.last_error_type,
         }
 
 
