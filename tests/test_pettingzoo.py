@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from pettingzoo.test import parallel_api_test, parallel_seed_test
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
+from pettingzoo.utils.conversions import parallel_to_aec
 
 import aaos
 from aaos.wrappers.pettingzoo import MAX_ACTIONS, NO_OP, AAOSParallelEnv, catalogue
@@ -15,6 +16,12 @@ from aaos.wrappers.pettingzoo import MAX_ACTIONS, NO_OP, AAOSParallelEnv, catalo
                                                 ("org_simulation", "compliance_audit_crunch")])
 def test_pettingzoo_parallel_api_test(task: str, scenario: str) -> None:
     parallel_api_test(AAOSParallelEnv(task=task, scenario=scenario), num_cycles=60)
+
+
+@pytest.mark.parametrize("env_id", aaos.env_ids())
+def test_pettingzoo_aec_api_test_after_parallel_to_aec(env_id: str) -> None:
+    """PettingZoo's AEC api_test on the wrapper turned into an AEC env: its observations must state a dtype."""
+    api_test(parallel_to_aec(AAOSParallelEnv(env=env_id)), num_cycles=60)
 
 
 def test_pettingzoo_parallel_seed_test() -> None:
@@ -29,6 +36,7 @@ def test_observations_are_each_roles_own_view_within_the_space() -> None:
     for agent in env.agents:
         assert json.loads(observations[agent]) == reference["agent_observations"][agent]
         assert env.observation_space(agent).contains(observations[agent])
+        assert isinstance(observations[agent], str) and observations[agent].dtype == env.observation_space(agent).dtype
         assert env.action_space(agent).n == MAX_ACTIONS
         assert infos[agent]["action_mask"].sum() == len(infos[agent]["actions"])
 

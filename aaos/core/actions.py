@@ -19,9 +19,10 @@ Status = Literal["applied", "no_effect", "rejected"]
 RejectReason = Literal["malformed", "forbidden", "unknown_id", "precondition", "done"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ParsedAction:
-    """An action that passed the spec's checks: a known type, permitted for the role, a valid payload."""
+    """An action that passed the spec's checks: a known type, permitted for the role, a valid payload.
+    Immutable, so that identical actions can share one (parse_action's cache)."""
 
     role: str
     action_type: str
@@ -134,8 +135,45 @@ def validate_payload(model: type[BaseModel], payload: dict[str, Any]) -> BaseMod
     return hit
 
 
+def _cache_key(role: str, raw: Any) -> tuple[Any, ...] | None:
+    """The key of a plain action {"action_type": str, "payload": {...}} in the spec's parsed_cache, or None for
+    any other shape (parsed the long way). Every check parse_action makes depends only on the role, the action
+    type and the payload's items, which the key holds."""
+    if type(raw) is not dict:
+        return None
+    action_type = raw.get("action_type")
+    if type(action_type) is not str:
+        return None
+    if len(raw) == 1:
+        return (role, action_type)
+    payload = raw.get("payload")
+    if len(raw) != 2 or type(payload) is not dict:
+        return None
+    return (role, action_type, *payload.items())
+
+
 def parse_action(spec: EnvSpec, role: str, raw: Any) -> ParsedAction | ActionResult:
-    """Check one role's action against the spec: shape, action type, permission, payload."""
+    """Check one role's action against the spec: shape, action type, permission, payload. An accepted plain
+    action is remembered by the spec, so that an agent repeating it costs one lookup."""
+    key = _cache_key(role, raw)
+    if key is None:
+        return _parse_action(spec, role, raw)
+    cache = spec.parsed_cache
+    try:
+        hit = cache.get(key)
+    except TypeError:  # an unhashable payload value
+        return _parse_action(spec, role, raw)
+    if hit is None:
+        hit = _parse_action(spec, role, raw)
+        if isinstance(hit, ActionResult):
+            return hit  # rejections are not cached: their messages describe the raw input
+        if len(cache) >= VALIDATED_CACHE_SIZE:
+            cache.clear()
+        cache[key] = hit
+    return hit
+
+
+def _parse_action(spec: EnvSpec, role: str, raw: Any) -> ParsedAction | ActionResult:
     if type(raw) is not dict:
         raw = _as_mapping(raw)
         if raw is None:

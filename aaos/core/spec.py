@@ -82,13 +82,21 @@ class EnvSpec:
     """The scenario make() builds when none is named (the first scenario if left empty)."""
     noop_action: str = "no_op"
     _actions_by_name: dict[str, ActionSpec] = field(init=False, repr=False, compare=False)
+    parsed_cache: dict[tuple[Any, ...], Any] = field(init=False, repr=False, compare=False)
+    """Actions already parsed against this spec (aaos.core.actions.parse_action's cache; a spec never changes,
+    so a parse never goes stale)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_actions_by_name", {a.name: a for a in self.actions})
+        object.__setattr__(self, "parsed_cache", {})
         if not self.default_task:
             object.__setattr__(self, "default_task", self.tasks[0].id)
         if not self.default_scenario and self.scenarios:
             object.__setattr__(self, "default_scenario", self.scenarios[0].id)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EnvSpec:
+        """A spec is immutable: a deep copy of an environment (Environment.clone) shares it."""
+        return self
 
     def action(self, name: str) -> ActionSpec | None:
         return self._actions_by_name.get(name)

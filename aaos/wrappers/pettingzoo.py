@@ -12,7 +12,10 @@ Spaces (the environment's observations are nested JSON and its actions carry ids
 episode, so both are flattened to fixed spaces):
 
 * observation: `Text` — the role's own view (`obs["agent_observations"][role]`, partial observability
-  kept) as compact JSON with sorted keys and ASCII escapes; `json.loads` gives the dict back.
+  kept) as compact JSON with sorted keys and ASCII escapes; `json.loads` gives the dict back. Each is a
+  `ViewText`: a `str` that also carries its space's `dtype` (numpy's str dtype), because PettingZoo's AEC
+  `api_test` (after `parallel_to_aec`) compares every observation's dtype with its space's, which a plain
+  `str` cannot answer.
 * action: `Discrete(MAX_ACTIONS)` — an index into the role's *current* catalogue of concrete actions:
   index 0 is no_op, then every legal action type with each combination of its payload choices (in the
   order `legal_actions` lists them); a free-text field gets a fixed text (FREE_TEXT). An index past the end of
@@ -45,6 +48,13 @@ MAX_VIEW_CHARS = 1 << 16
 FREE_TEXT = "Decided by the acting role from its own view."
 """The text every free-text payload field gets (a legal action lists such a field as "text")."""
 NO_OP: dict[str, Any] = {"action_type": "no_op", "payload": {}}
+
+
+class ViewText(str):
+    """A role's view as JSON text (a plain `str` in every way) that states the dtype of its `Text` space."""
+
+    __slots__ = ()
+    dtype = np.dtype(str)
 
 
 def catalogue(legal_actions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -115,7 +125,8 @@ class AAOSParallelEnv(ParallelEnv[str, str, int]):
         return options[int(index)] if 0 <= int(index) < len(options) else NO_OP
 
     def _observations(self, observation: Observation) -> dict[str, str]:
-        return {agent: json.dumps(observation["agent_observations"][agent], sort_keys=True, separators=(",", ":"))
+        views = observation["agent_observations"]
+        return {agent: ViewText(json.dumps(views[agent], sort_keys=True, separators=(",", ":")))
                 for agent in self.possible_agents}
 
     def _infos(self, observation: Observation, info: dict[str, Any]) -> dict[str, dict[str, Any]]:

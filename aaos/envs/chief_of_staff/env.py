@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.core.actions import parse_joint_action, problems, result_record
+from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
@@ -73,7 +73,9 @@ class ChiefOfStaffEnv(Environment):
 
     def observation(self) -> Observation:
         if self._observation is None:
-            self._observation = observe.observation(self.world, self._scenario_id, self._title, self._last)
+            last = copy_record(self._last) if self._last is not None else None
+            self._observation = observe.observation(self.world, self._scenario_id, self._title, last,
+                                                    self._components)
         return self._observation
 
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
@@ -109,7 +111,7 @@ class ChiefOfStaffEnv(Environment):
             payload = dict(chosen.payload.__dict__) if chosen else {}
             status, message, reason = self._apply(kind, payload, events)
             record = result_record(world.step, ROLE, kind, payload, status, message, reason)
-        self._last = record
+        self._last = copy_record(record)  # the info's record is the caller's; views copy this one
         fired = dynamics.advance(world, events)
         self._components = grade(world)
         self._score = composite(self._components, REWARD_WEIGHTS, world.penalty)
@@ -122,8 +124,8 @@ class ChiefOfStaffEnv(Environment):
                                  "increment": delivery.increment, "immediate": delivery.immediate,
                                  "delayed": delivery.delayed, "released": delivery.released},
             "action_results": {ROLE: record},
-            "oversight_events": events,
-            "scenario_events": fired,
+            "oversight_events": [dict(e) for e in events],  # the world keeps these events: the info gets copies
+            "scenario_events": [dict(e) for e in fired],
             "errors": parsed.errors,
         }
         return StepResult(self.observation() if observe else None, delivery.reward, world.done, info)

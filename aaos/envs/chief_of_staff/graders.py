@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from aaos.envs.chief_of_staff.spec import EVENING, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS
+from aaos.envs.chief_of_staff.spec import CRITICALITY_WEIGHT, EVENING, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS
 from aaos.envs.chief_of_staff.world import BOOKED, Request, World
 
 Components = dict[str, float | None]
@@ -39,10 +39,19 @@ def credit(world: World, request: Request) -> float:
     return 0.0
 
 
-def outcomes(world: World) -> float | None:
-    arrived = world.arrived()
-    total = sum(r.weight for r in arrived)
-    return sum(r.weight * credit(world, r) for r in arrived) / total if total else None
+EARNING = frozenset({*BOOKED, "declined"})
+"""The statuses whose credit may be above 0 (any other earns nothing)."""
+
+
+def outcomes(world: World, arrived: list[Request]) -> float | None:
+    total = 0
+    earned = 0.0
+    for r in arrived:
+        weight = CRITICALITY_WEIGHT[r.plan.criticality]
+        total += weight
+        if r.status in EARNING:
+            earned += weight * credit(world, r)
+    return earned / total if total else None
 
 
 def relationships(world: World) -> float:
@@ -52,22 +61,19 @@ def relationships(world: World) -> float:
     return (1 - FLOOR_SHARE) * weighted + FLOOR_SHARE * min(trust.values())
 
 
-def alignment(world: World) -> float | None:
-    counted = [r for r in world.arrived() if not (r.status == "declined" and r.reason == "conflict" and r.reason_true)]
+def alignment(world: World, arrived: list[Request]) -> float | None:
+    counted = [r for r in arrived if not (r.status == "declined" and r.reason == "conflict" and r.reason_true)]
     return sum(1 for r in counted if r.status in BOOKED and r.aligned) / len(counted) if counted else None
 
 
-def commitments(world: World) -> float | None:
+def commitments(world: World, arrived: list[Request]) -> float | None:
     booked = [r for r in world.requests.values() if r.status in BOOKED]
     made = len(booked) + len(world.protections)
     broken = sum(1 for r in booked if r.double_booked or r.contradicted or r.no_show) + len(world.breached)
-    arrived = len(world.arrived())
-    return (made - broken) / made * len(booked) / arrived if made and arrived else None
+    return (made - broken) / made * len(booked) / len(arrived) if made and arrived else None
 
 
-def _work_in(world: World, day: int, slot: str) -> bool:
-    ids = world.bookings.get(day * SLOTS_PER_DAY + SLOTS.index(slot), [])
-    return any(world.requests[i].plan.stakeholder != "family" for i in ids)
+EVENING_SLOT = SLOTS.index(EVENING)
 
 
 def wellbeing(world: World) -> float | None:
@@ -75,10 +81,11 @@ def wellbeing(world: World) -> float | None:
     if not lived:
         return None
     total = 0.0
+    requests = world.requests
     for day in range(lived):
-        family = any(world.requests[i].plan.stakeholder == "family"
-                     for i in world.bookings.get(day * SLOTS_PER_DAY + SLOTS.index(EVENING), []))
-        if _work_in(world, day, EVENING):
+        booked = [requests[i].plan.stakeholder for i in world.bookings.get(day * SLOTS_PER_DAY + EVENING_SLOT, ())]
+        family = "family" in booked
+        if any(who != "family" for who in booked):  # work booked into the evening
             evening = 0.0
         elif ("family_evening", day) in world.protections or family:
             evening = 1.0
@@ -95,11 +102,16 @@ def wellbeing(world: World) -> float | None:
 
 
 def grade(world: World) -> Components:
-    return {"outcomes": outcomes(world), "relationships": relationships(world), "alignment": alignment(world),
-            "commitments": commitments(world), "wellbeing": wellbeing(world)}
+    arrived = world.arrived()
+    return {"outcomes": outcomes(world, arrived), "relationships": relationships(world),
+            "alignment": alignment(world, arrived), "commitments": commitments(world, arrived),
+            "wellbeing": wellbeing(world)}
 
 
-def public_grade(world: World) -> Components:
-    """What the chief of staff can grade from its own view: trust and preferences are hidden."""
-    return {"outcomes": outcomes(world), "relationships": None, "alignment": None,
-            "commitments": commitments(world), "wellbeing": wellbeing(world)}
+HIDDEN = ("relationships", "alignment")
+"""The components the chief of staff cannot grade from its own view: trust and preferences are hidden."""
+
+
+def public_grade(components: Components) -> Components:
+    """What the chief of staff can grade from its own view: the world's grade with the HIDDEN components None."""
+    return {name: None if name in HIDDEN else value for name, value in components.items()}

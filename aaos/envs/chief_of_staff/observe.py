@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.envs.chief_of_staff.graders import public_grade
+from aaos.envs.chief_of_staff.graders import Components, public_grade
 from aaos.envs.chief_of_staff.spec import BLOCKS, REASONS, ROLE, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS, TONES
-from aaos.envs.chief_of_staff.world import DRIFT_TITLE, REACTIONS_SHOWN, Request, World
+from aaos.envs.chief_of_staff.world import BLOCKS_AT, DRIFT_TITLE, REACTIONS_SHOWN, Request, World
 
 AUDIENCES: list[str] = [*STAKEHOLDERS, "all"]
 TRUST_LEVELS = ((0.4, "low"), (0.7, "medium"))
@@ -33,11 +33,12 @@ def request_view(world: World, request: Request) -> dict[str, Any]:
 def calendar(world: World) -> list[dict[str, Any]]:
     """Every day x slot from today: what is booked there and which block protects it."""
     rows = []
+    bookings = world.bookings
     for day in range(world.day, world.days):
         cells = {}
         for slot, name in enumerate(SLOTS):
-            booked = world.bookings.get(day * SLOTS_PER_DAY + slot, [])
-            cells[name] = {"booked": list(booked), "protected": world.protected(day, slot)}
+            cells[name] = {"booked": list(bookings.get(day * SLOTS_PER_DAY + slot, ())),
+                           "protected": world.protected(day, slot) if BLOCKS_AT[slot] else None}
         rows.append({"day": day, "slots": cells})
     return rows
 
@@ -83,7 +84,9 @@ def view(world: World, last_result: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def observation(world: World, scenario_id: str, title: str, last_result: dict[str, Any] | None) -> dict[str, Any]:
+def observation(world: World, scenario_id: str, title: str, last_result: dict[str, Any] | None,
+                components: Components) -> dict[str, Any]:
+    """The observation; `components`: the world's grade now (its public part becomes partial_scores)."""
     return {
         "task": world.task.spec.id,
         "scenario_id": scenario_id,
@@ -93,6 +96,6 @@ def observation(world: World, scenario_id: str, title: str, last_result: dict[st
         "done": world.done,
         "agent_observations": {ROLE: view(world, last_result)},
         "scenario_events": [dict(e) for e in world.fired],
-        "partial_scores": public_grade(world),
+        "partial_scores": public_grade(components),
         "drift_count": world.drift_count,
     }

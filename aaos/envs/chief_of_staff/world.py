@@ -53,6 +53,10 @@ PENALTIES: dict[str, tuple[str, float]] = {
 """Violation rule -> (severity, penalty added to P; the composite is base / (1 + P))."""
 
 BOOKED = ("scheduled", "held")
+BLOCKS_AT: dict[int, tuple[str, ...]] = {
+    slot: tuple(block for block, kept in BLOCKS.items() if SLOTS.index(kept) == slot) for slot in range(SLOTS_PER_DAY)
+}
+"""Slot index -> the blocks that keep that slot, in BLOCKS order."""
 
 
 @dataclass
@@ -141,8 +145,8 @@ class World:
 
     def protected(self, day: int, slot: int) -> str | None:
         """The block protecting (day, slot), if any."""
-        for block, kept in BLOCKS.items():
-            if SLOTS.index(kept) == slot and (block, day) in self.protections:
+        for block in BLOCKS_AT.get(slot, ()):
+            if (block, day) in self.protections:
                 return block
         return None
 
@@ -217,9 +221,9 @@ class World:
             "breached": sorted([block, day] for block, day in self.breached),
             "pending_trust": [{"lands": s, "stakeholder": w, "delta": d, "why": y} for s, w, d, y in self.pending],
             "news": dict(self.news),
-            "reactions": list(self.reactions),
+            "reactions": [dict(r) for r in self.reactions],
             "reactions_pending": [{"seen_at": at, **seen} for at, seen in self.heard],
-            "violations": list(self.violations),
+            "violations": [dict(v) for v in self.violations],
             "penalty": self.penalty,
         }
 

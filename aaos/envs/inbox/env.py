@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from aaos.core.actions import parse_joint_action, problems, result_record
+from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.seeding import holdout_salt, rng, seed_split
@@ -89,7 +89,9 @@ class InboxEnv(Environment):
         self.penalty = 0.0
         self.last_result: dict[str, Any] | None = None
         self.ledger = RewardLedger()
-        self.components = grade(self.emails, 0, self.max_steps)
+        self._visible = self._arrived()
+        self._done = self._finished()
+        self.components = grade(self._visible, self.max_steps)
         self.score = composite(self.components, WEIGHTS, self.penalty)
 
     def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
@@ -98,14 +100,21 @@ class InboxEnv(Environment):
 
     @property
     def done(self) -> bool:
+        return self._done
+
+    def _finished(self) -> bool:
         return self.step_count >= self.max_steps or (
             self.step_count >= self.last_wave and all(e.closed for e in self.emails))
 
-    def visible(self) -> list[Email]:
+    def _arrived(self) -> list[Email]:
         return [e for e in self.emails if e.arrives <= self.step_count]
 
+    def visible(self) -> list[Email]:
+        """The emails that have arrived, in arrival order."""
+        return list(self._visible)
+
     def pending(self) -> list[str]:
-        return [e.id for e in self.visible() if not e.closed]
+        return [e.id for e in self._visible if e.status == "open"]
 
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
         if role != ROLE:
@@ -171,27 +180,29 @@ class InboxEnv(Environment):
             status, message, reason = self._apply(kind, payload)
             shown = dict(payload.__dict__) if payload is not None else {}
             record = result_record(self.step_count, ROLE, kind, shown, status, message, reason)
-        self.last_result = record
+        self.last_result = copy_record(record)  # the info's record is the caller's; views copy this one
         self.step_count += 1
         fired = self._arrivals()
-        self.components = grade(self.emails, self.step_count, self.max_steps)
+        self._done = self._finished()
+        self.components = grade(self._visible, self.max_steps)
         self.score = composite(self.components, WEIGHTS, self.penalty)
-        delivery = self.ledger.deliver(self.step_count, self.score, self.done)
+        delivery = self.ledger.deliver(self.step_count, self.score, self._done)
         info = {
             "score": self.score,
             "step": self.step_count,
             "reward_breakdown": delivery.breakdown(self.components, self.penalty),
             "action_results": {ROLE: record},
-            "oversight_events": self.violations[violations_before:],
-            "scenario_events": fired,
+            "oversight_events": [dict(v) for v in self.violations[violations_before:]],
+            "scenario_events": [dict(e) for e in fired],
             "errors": parsed.errors,
         }
-        return StepResult(self.observation() if observe else None, delivery.reward, self.done, info)
+        return StepResult(self.observation() if observe else None, delivery.reward, self._done, info)
 
     def _arrivals(self) -> list[dict[str, Any]]:
         count = sum(e.arrives == self.step_count for e in self.emails)
         if not count:
             return []
+        self._visible = self._arrived()
         event = {"step": self.step_count, "title": f"{count} new emails arrived"}
         self.events.append(event)
         return [event]
@@ -211,14 +222,14 @@ class InboxEnv(Environment):
         return found
 
     def _view(self) -> dict[str, Any]:
-        visible = self.visible()
+        visible = self._visible
         opened = self.by_id.get(self.opened_id) if self.opened_id else None
         return {
             "company": {"name": self.company, "domain": self.domain},
             "vip_accounts": list(self.vip_accounts),
             "escalations_left": max(0, self.escalation_budget - self.escalations),
-            "pending_count": sum(not e.closed for e in visible),
-            "resolved_count": sum(e.closed for e in visible),
+            "pending_count": sum(e.status == "open" for e in visible),
+            "resolved_count": sum(e.status != "open" for e in visible),
             "elapsed_ratio": round(self.step_count / self.max_steps, 4),
             "inbox": [observe.email_row(e) for e in visible],
             "opened_email": observe.opened_view(opened) if opened is not None else None,
@@ -227,11 +238,11 @@ class InboxEnv(Environment):
     def observation(self) -> Observation:
         shared = self._view()
         view = {"role": ROLE, "step": self.step_count, **shared, "legal_actions": self.legal_actions(ROLE),
-                "last_action_result": self.last_result}
+                "last_action_result": copy_record(self.last_result) if self.last_result is not None else None}
         return {
             "task": self.task, "scenario_id": self.scenario, "scenario_title": self.title,
-            "step_count": self.step_count, "max_steps": self.max_steps, "done": self.done,
-            "agent_observations": {ROLE: view}, "scenario_events": list(self.events),
+            "step_count": self.step_count, "max_steps": self.max_steps, "done": self._done,
+            "agent_observations": {ROLE: view}, "scenario_events": [dict(e) for e in self.events],
             "partial_scores": dict(self.components),
             "pending_count": shared["pending_count"], "resolved_count": shared["resolved_count"],
             "elapsed_ratio": shared["elapsed_ratio"], "inbox": shared["inbox"],
@@ -240,9 +251,9 @@ class InboxEnv(Environment):
     def state(self) -> dict[str, Any]:
         return {
             "task": self.task, "scenario": self.scenario, "seed": self.seed, "split": self.split,
-            "step": self.step_count, "max_steps": self.max_steps, "done": self.done,
+            "step": self.step_count, "max_steps": self.max_steps, "done": self._done,
             "escalations": self.escalations, "escalation_budget": self.escalation_budget,
             "opened_id": self.opened_id, "emails": [e.to_dict() for e in self.emails],
-            "violations": list(self.violations), "penalty": self.penalty,
+            "violations": [dict(v) for v in self.violations], "penalty": self.penalty,
             "components": dict(self.components), "score": self.score, "held_reward": self.ledger.held,
         }

@@ -15,25 +15,28 @@ from collections.abc import Sequence
 from aaos.envs.inbox.world import Email
 
 
-def arrived(emails: Sequence[Email], step: int) -> list[Email]:
-    return [e for e in emails if e.arrives <= step]
-
-
 def handled_urgently(email: Email, max_steps: int) -> bool:
     return (email.closed and email.status == email.true_outcome and email.priority == "high"
             and email.closed_step is not None and email.closed_step < max_steps / 2)
 
 
-def grade(emails: Sequence[Email], step: int, max_steps: int) -> dict[str, float | None]:
-    """The four components over the emails arrived by `step`."""
-    seen = arrived(emails, step)
-    if not seen:
+def grade(arrived: Sequence[Email], max_steps: int) -> dict[str, float | None]:
+    """The four components over the emails arrived so far (`arrived`), in one pass."""
+    if not arrived:
         return {"classification": None, "priority": None, "resolution": None, "urgent_handling": None}
-    closed = [e for e in seen if e.closed]
-    urgent = [e for e in seen if e.urgent]
+    category = priority = outcome = urgent = handled = 0
+    for e in arrived:
+        if e.status != "open":
+            category += e.category == e.true_category
+            priority += e.priority == e.true_priority
+            outcome += e.status == e.true_outcome
+        if e.true_priority == "high":
+            urgent += 1
+            handled += handled_urgently(e, max_steps)
+    seen = len(arrived)
     return {
-        "classification": sum(e.category == e.true_category for e in closed) / len(seen),
-        "priority": sum(e.priority == e.true_priority for e in closed) / len(seen),
-        "resolution": sum(e.status == e.true_outcome for e in closed) / len(seen),
-        "urgent_handling": sum(handled_urgently(e, max_steps) for e in urgent) / len(urgent) if urgent else None,
+        "classification": category / seen,
+        "priority": priority / seen,
+        "resolution": outcome / seen,
+        "urgent_handling": handled / urgent if urgent else None,
     }

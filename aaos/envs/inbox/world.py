@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from aaos.envs.inbox.scenario import Bank, Scenario, Template
@@ -86,11 +87,18 @@ class Email:
 
     @property
     def preview(self) -> str:
-        flat = " ".join(self.body.split())
-        return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
+        return preview_of(self.body)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "urgent": self.urgent}
+
+
+@lru_cache(maxsize=4096)
+def preview_of(body: str) -> str:
+    """The start of a body on one line, at most PREVIEW_CHARS characters (remembered: every observation shows the
+    preview of every arrived email)."""
+    flat = " ".join(body.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
 
 
 def truth(intent: str, vip: bool, amount: int | None, seats: int | None, followups: int) -> tuple[str, str, str]:

@@ -231,6 +231,7 @@ def _report_anomaly(world: World, role: str, p: Any) -> Outcome:
         eid = event.definition.id
         if eid in world.anomalies and world.anomalies[eid] is None and event.definition.metric in visible:
             world.anomalies[eid] = role
+            world.metrics_stale = True
             credit = 1.0 if p.severity == event.definition.severity else WRONG_SEVERITY_CREDIT
             respond_to_event(world, "anomaly", credit, eid)
             return _applied(f"reported the {event.definition.metric} anomaly ({eid})")
@@ -251,6 +252,7 @@ def _resolve_incident(world: World, role: str, p: Any) -> Outcome:
     if incident.remaining > 0:
         return _applied(f"worked on {incident.id}; {incident.remaining} more needed")
     incident.resolved_step = world.step
+    world.metrics_stale = True
     respond_to_event(world, "incident", 1.0, incident.source)
     return _applied(f"resolved {incident.id}")
 
@@ -310,6 +312,7 @@ def apply_action(world: World, role: str, action_type: str, payload: BaseModel) 
 def _open_incident(world: World, incident_id: str, definition: Any, source: str) -> Incident:
     incident = Incident(incident_id, definition, world.step, source, definition.effort)
     world.incidents.append(incident)
+    world.metrics_stale = True
     return incident
 
 
@@ -368,6 +371,7 @@ def fire_due_events(world: World) -> list[dict[str, Any]]:
                 world.resources[kind] = max(0, world.resources.get(kind, 0) + delta)
         elif d.kind == "anomaly":
             world.anomalies[d.id] = None
+            world.metrics_stale = True
         if d.id == world.scenario.crisis_event:
             world.flags["crisis_started"] = True
         fired.append(public_event(world, event))
@@ -383,7 +387,7 @@ def public_event(world: World, event: Any) -> dict[str, Any]:
     if event.incident_id:
         shown["incident_id"] = event.incident_id
     if d.policy is not None:
-        shown["policy"] = d.policy.model_dump()
+        shown["policy"] = dict(d.policy.__dict__)  # a flat model: its fields, without model_dump's cost
     if d.resource_deltas is not None:
         shown["resource_deltas"] = dict(d.resource_deltas)
     if d.metric is not None:
@@ -421,13 +425,33 @@ def advance(world: World, interrupted: Collection[str] = ()) -> list[dict[str, A
     _arrivals(world)
     _escalations(world)
     fired = fire_due_events(world)
-    world.metrics = compute_metrics(world)
+    _refresh_metrics(world)
     return fired
+
+
+def _refresh_metrics(world: World) -> None:
+    """Recompute the metrics if an incident opened or was resolved or an anomaly fired or was reported since
+    (the only things they depend on)."""
+    if world.metrics_stale:
+        world.metrics = compute_metrics(world)
+        world.health = health(world.scenario.baseline_metrics, world.metrics)
+        world.metrics_stale = False
+
+
+def health(base: Any, m: dict[str, float]) -> float:
+    """Service health: the mean of each metric's ratio to its baseline (worse than baseline < 1, capped at 1)."""
+    ratios = (
+        min(1.0, base.latency / m["latency"]),
+        min(1.0, (base.error_rate + 0.01) / (m["error_rate"] + 0.01)),
+        min(1.0, m["uptime"] / base.uptime) if base.uptime else 1.0,
+        min(1.0, m["data_quality"] / base.data_quality) if base.data_quality else 1.0,
+    )
+    return sum(ratios) / len(ratios)
 
 
 def start(world: World) -> list[dict[str, Any]]:
     """Bring a fresh world to its step-0 condition."""
     _arrivals(world)
     fired = fire_due_events(world)
-    world.metrics = compute_metrics(world)
+    _refresh_metrics(world)
     return fired

@@ -78,12 +78,9 @@ class OrgEnv(Environment):
         self._ledger = RewardLedger()
         self._last_results: dict[str, dict[str, Any]] = {}
         dynamics.start(self.world)
-        self._components = grade(self.world, self._assignment_weight)
-        self._score = self._composite()
+        self._components, self._public = grade(self.world, self._assignment_weight)
+        self._score = composite(self._components, REWARD_WEIGHTS, oversight.total_penalty(self.world))
         self._observation: Observation | None = None
-
-    def _composite(self) -> float:
-        return composite(self._components, REWARD_WEIGHTS, oversight.total_penalty(self.world))
 
     def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
         self._configure(task or self._task, scenario or self._scenario, self._seed if seed is None else seed)
@@ -91,8 +88,8 @@ class OrgEnv(Environment):
 
     def observation(self) -> Observation:
         if self._observation is None:
-            public = grade(self.world, self._assignment_weight, public=True)
-            self._observation = observe.observation(self.world, self._allowed, self._last_results, public, self._hint)
+            self._observation = observe.observation(self.world, self._allowed, self._last_results, self._public,
+                                                    self._hint)
         return self._observation
 
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
@@ -110,7 +107,8 @@ class OrgEnv(Environment):
         return self.world.done
 
     def _act(self, joint_action: JointAction) -> tuple[dict[str, dict[str, Any]], list[str]]:
-        """Apply each role's action in role order; returns the per-role result records and joint-level errors."""
+        """Apply each role's action in role order; returns the per-role result records (the step info's, which
+        the world's log and the next views copy) and joint-level errors."""
         world = self.world
         step = world.step
         counters = world.counters
@@ -135,19 +133,20 @@ class OrgEnv(Environment):
                 counters.actions += 1
                 counters.wasted += record["status"] != "applied"
             records[role] = record
-        world.log.extend(copy_record(r) for r in records.values())
+        self._last_results = {role: copy_record(record) for role, record in records.items()}
+        world.log.extend(self._last_results.values())
         return records, parsed.errors
 
     def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
         world = self.world
         violations_before = len(world.violations)
-        self._last_results, errors = self._act(joint_action)
-        interrupted = [role for role, record in self._last_results.items()
+        records, errors = self._act(joint_action)
+        interrupted = [role for role, record in records.items()
                        if record["action_type"] in INTERRUPTS_WORK and record["status"] != "rejected"]
         fired = dynamics.advance(world, interrupted)
         oversight.ignored_critical_risks(world)
         world.done = is_done(world)
-        self._components = grade(world, self._assignment_weight)
+        self._components, self._public = grade(world, self._assignment_weight)
         penalty = oversight.total_penalty(world)
         self._score = composite(self._components, REWARD_WEIGHTS, penalty)
         delivery = self._ledger.deliver(world.step, self._score, world.done)
@@ -156,8 +155,9 @@ class OrgEnv(Environment):
             "score": self._score,
             "step": world.step,
             "reward_breakdown": delivery.breakdown(self._components, penalty),
-            "action_results": {role: copy_record(r) for role, r in self._last_results.items()},
-            "oversight_events": [v.to_dict() for v in world.violations[violations_before:]],
+            "action_results": records,
+            "oversight_events": [v.to_dict() for v in world.violations[violations_before:]]
+            if len(world.violations) > violations_before else [],
             "scenario_events": fired,
             "errors": errors,
         }

@@ -41,10 +41,10 @@ def timeliness(step: int, deadline: int) -> float:
     return 1.0 if step <= deadline else max(LATE_FLOOR, 1.0 - LATE_DECAY * (step - deadline))
 
 
-def work_credit(item: WorkItem, step: int, assignment_weight: float) -> float:
-    """Business credit of one task: assignment to the right role, then completion, quality and deadline."""
-    if item.owner is None:
-        return 0.0
+def work_parts(item: WorkItem, step: int) -> tuple[float, float]:
+    """A task's (assignment, completion) credit, each in [0, 1]: assignment to the right role (on time), then
+    completion, quality and deadline. Its business credit is a * assignment + (1 - a) * completion, a the task's
+    assignment weight; its delivered credit is the completion alone."""
     if item.assigned_right and item.assigned_step is not None:
         assigned = 1.0 if item.assigned_step <= item.deadline else 0.5
     else:
@@ -54,25 +54,42 @@ def work_credit(item: WorkItem, step: int, assignment_weight: float) -> float:
     else:
         share = 1.0 if item.owner == item.required_role else WRONG_ROLE_QUALITY
         done = 0.5 * min(1.0, item.progress / item.effort) * share * timeliness(step, item.deadline)
-    return assignment_weight * assigned + (1.0 - assignment_weight) * done
+    return assigned, done
 
 
-def business_success(world: World, assignment_weight: float) -> float:
-    total = credit = 0.0
+def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
+    """One pass over the arrived tasks: (business_success, delivered, hand-offs).
+
+    business_success: the priority-weighted mean business credit of the arrived tasks (remediation is graded as
+    risk management; a task without an owner earns nothing). delivered: the same mean of completion credit, the
+    share of the arrived work actually delivered. hand-offs: the share of the arrived tasks (remediation
+    included) held by their required role."""
+    total = credit = done_credit = 0.0
+    known = right = 0
+    step = world.step
     for item in world.work:
-        if item.status == "upcoming" or item.risk_id is not None:  # remediation is graded as risk management
+        if item.status == "upcoming":
+            continue
+        known += 1
+        right += item.assigned_right
+        if item.risk_id is not None:
             continue
         weight = PRIORITY_WEIGHT[item.priority]
         total += weight
-        credit += weight * work_credit(item, world.step, assignment_weight)
-    return credit / total if total else 0.0
+        if item.owner is None:
+            continue
+        assigned, done = work_parts(item, step)
+        credit += weight * (assignment_weight * assigned + (1.0 - assignment_weight) * done)
+        done_credit += weight * done
+    if not total:
+        return 0.0, 0.0, right / known if known else 0.0
+    return credit / total, done_credit / total, right / known
 
 
-def collaboration(world: World) -> float:
-    known = [w for w in world.work if w.status != "upcoming"]
+def collaboration(world: World, handoffs: float) -> float:
+    """Right-role hand-offs (times delegation precision), plans accepted by others, requests answered promptly."""
     c = world.counters
     precision = c.right_delegations / c.delegations if c.delegations else 0.0
-    handoffs = sum(1 for w in known if w.assigned_right) / len(known) * precision if known else 0.0
     plans = world.plans
     plan_score = sum(1 for p in plans if p.status == "accepted") / len(plans) if plans else 0.0
     requests = [r for r in world.requests
@@ -83,24 +100,38 @@ def collaboration(world: World) -> float:
             (1.0 if r.answered_step - r.step <= PROMPT_ANSWER_STEPS else 0.5) if r.answered_step is not None else 0.0
             for r in requests
         ) / len(requests)
-    return weighted_mean([(0.5, handoffs), (0.25, plan_score), (0.25, answered)]) or 0.0
+    return weighted_mean([(0.5, handoffs * precision), (0.25, plan_score), (0.25, answered)]) or 0.0
 
 
-def _risk_credit(world: World, public: bool) -> float | None:
-    """Mean credit over the risks that exist: known ones, and (unless public) hidden ones already noticeable,
-    which earn nothing."""
-    total = 0.0
-    count = 0
+def _mean(total: float, count: int) -> float | None:
+    return total / count if count else None
+
+
+def risk_credits(world: World) -> tuple[float | None, float | None]:
+    """Mean credit over the risks that exist, graded (all, public): all counts the known risks and the hidden
+    ones already noticeable, which earn nothing; public counts only the known ones (what the organisation can
+    grade itself)."""
+    total = public_total = 0.0
+    count = public_count = 0
+    step = world.step
     for risk in world.risks:
-        if not risk.known and (public or world.step < risk.definition.noticeable_from):
+        known = risk.known
+        if not known and step < risk.definition.noticeable_from:
             continue
         count += 1
+        if not known:
+            continue
+        public_count += 1
         escalated = risk.escalated_step is not None
         if risk.status == "mitigated":
-            total += 0.4 if escalated else 1.0
+            credit = 0.4 if escalated else 1.0
         elif not escalated:
-            total += RISK_STAGE_CREDIT.get(risk.status, 0.0)
-    return total / count if count else None
+            credit = RISK_STAGE_CREDIT.get(risk.status, 0.0)
+        else:
+            continue
+        total += credit
+        public_total += credit
+    return _mean(total, count), _mean(public_total, public_count)
 
 
 def _incident_credit(world: World) -> float | None:
@@ -117,28 +148,16 @@ def _incident_credit(world: World) -> float | None:
     return total / graded if graded else None
 
 
-def risk_management(world: World, public: bool = False) -> float:
-    value = weighted_mean([(0.55, _risk_credit(world, public)), (0.45, _incident_credit(world))])
+def risk_management(risk_credit: float | None, incident_credit: float | None) -> float:
+    value = weighted_mean([(0.55, risk_credit), (0.45, incident_credit)])
     return value if value is not None else 0.0
-
-
-def service_health(world: World) -> float:
-    base = world.scenario.baseline_metrics
-    m = world.metrics
-    ratios = (
-        min(1.0, base.latency / m["latency"]),
-        min(1.0, (base.error_rate + 0.01) / (m["error_rate"] + 0.01)),
-        min(1.0, m["uptime"] / base.uptime) if base.uptime else 1.0,
-        min(1.0, m["data_quality"] / base.data_quality) if base.data_quality else 1.0,
-    )
-    return sum(ratios) / len(ratios)
 
 
 def efficiency(world: World) -> float:
     c = world.counters
     actions = 1.0 - c.wasted / c.actions if c.actions else 1.0
     resources = c.granted_used / c.granted_total if c.granted_total else None
-    return weighted_mean([(0.4, actions), (0.3, resources), (0.3, service_health(world))]) or 0.0
+    return weighted_mean([(0.4, actions), (0.3, resources), (0.3, world.health)]) or 0.0
 
 
 def adaptability(world: World) -> float | None:
@@ -154,21 +173,19 @@ def adaptability(world: World) -> float | None:
     return total / due if due else None
 
 
-def delivered(world: World) -> float:
-    """The share of the arrived work actually delivered: business_success without its assignment credit."""
-    return business_success(world, assignment_weight=0.0)
-
-
-def grade(world: World, assignment_weight: float, public: bool = False) -> dict[str, float | None]:
-    """All five components by name (None: nothing to grade yet). Each process component (collaboration,
-    efficiency, adaptability) is its raw value times the delivered share, so that smooth process with nothing
-    delivered earns nothing. public: grade only what the organisation knows (for the observation)."""
-    components: dict[str, float | None] = {
-        "business_success": business_success(world, assignment_weight),
-        "risk_management": risk_management(world, public),
-    }
-    share = delivered(world)
-    raw = {"collaboration": collaboration(world), "efficiency": efficiency(world), "adaptability": adaptability(world)}
-    for name, value in raw.items():
-        components[name] = None if value is None else value * share
-    return {name: components[name] for name in REWARD_WEIGHTS}
+def grade(world: World, assignment_weight: float) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """All five components by name (None: nothing to grade yet), graded (all, public): public grades only what
+    the organisation knows (the observation's partial_scores); the two differ only in risk_management. Each
+    process component (collaboration, efficiency, adaptability) is its raw value times the delivered share, so
+    that smooth process with nothing delivered earns nothing."""
+    business, share, handoffs = work(world, assignment_weight)
+    risks, public_risks = risk_credits(world)
+    incidents = _incident_credit(world)
+    collaborated = collaboration(world, handoffs)
+    efficient = efficiency(world)
+    adapted = adaptability(world)
+    process = {"collaboration": collaborated * share, "efficiency": efficient * share,
+               "adaptability": None if adapted is None else adapted * share}
+    graded = {"business_success": business, "risk_management": risk_management(risks, incidents), **process}
+    public = {**graded, "risk_management": risk_management(public_risks, incidents)}
+    return ({name: graded[name] for name in REWARD_WEIGHTS}, {name: public[name] for name in REWARD_WEIGHTS})

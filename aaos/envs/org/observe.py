@@ -1,7 +1,12 @@
 """What each role can see (partial observability), what it may do now, and the global observation.
 
 Only known things are shown: a risk appears nowhere until it is detected, a task nowhere before it
-arrives. Everything returned is plain JSON-serialisable data.
+arrives. Everything returned is plain JSON-serialisable data, built new for each observation (the six views of
+one observation share the parts they all show, nothing is shared with the world or another observation).
+
+For speed, what every view draws on is gathered once per observation (a Frame: each known task, risk, incident,
+plan, event, anomaly and request with the roles that see it), and the payload choices that depend only on the
+role are compiled once per role into a literal (aaos.core.fresh).
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from functools import cache
 from typing import Any
 
 from aaos.core.actions import copy_record
-from aaos.envs.org import dynamics, graders
+from aaos.core.fresh import copier
+from aaos.envs.org import dynamics
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
     OVERSIGHT_LOG_ROLES,
@@ -45,28 +51,27 @@ def _task_view(item: WorkItem) -> dict[str, Any]:
         "deadline_step": item.deadline,
         "effort_remaining": round(max(0.0, item.effort - item.progress), 2),
         "quality": item.quality,
-        "blocked_on": item.unmet_needs() if item.status == "in_progress" else {},
+        "blocked_on": item.unmet_needs() if item.status == "in_progress" and item.needs else {},
         "remediates": item.risk_id,
     }
 
 
-def _sees_task(role: str, item: WorkItem) -> bool:
-    return item.status != "upcoming" and (
-        role in SEES_ALL_WORK or item.required_role == role or item.owner == role
-    )
-
-
 def _task_seers(item: WorkItem) -> frozenset[str]:
-    """The roles that see a known task (_sees_task's rule, worked out once per task rather than once per role)."""
+    """The roles that see a known task: those that see all work, its required role and its owner."""
     owner = (item.owner,) if item.owner is not None else ()
     return frozenset((*SEES_ALL_WORK, item.required_role, *owner))
 
 
-def _sees_risk(role: str, risk: RiskState) -> bool:
-    if not risk.known or risk.status == "mitigated" or role in RISK_BLIND:
-        return False
-    return (role in SEES_ALL_RISKS or role in risk.definition.visible_to
-            or risk.flagged_step is not None or risk.escalated_step is not None)
+RISK_SIGHTED: frozenset[str] = frozenset(r for r in ROLES if r not in RISK_BLIND)
+"""The roles that see a flagged or escalated risk (every role that sees the risk register)."""
+
+
+def _risk_seers(risk: RiskState) -> frozenset[str]:
+    """The roles that see a known, unmitigated risk: once flagged or escalated every role that sees risks, before
+    that those that see all risks and those whose metrics show it."""
+    if risk.flagged_step is not None or risk.escalated_step is not None:
+        return RISK_SIGHTED
+    return frozenset((*SEES_ALL_RISKS, *risk.definition.visible_to)) & RISK_SIGHTED
 
 
 def _risk_view(risk: RiskState) -> dict[str, Any]:
@@ -75,40 +80,99 @@ def _risk_view(risk: RiskState) -> dict[str, Any]:
             "status": risk.status, "detected_step": risk.detected_step, "escalated": risk.escalated_step is not None}
 
 
-def _incident_view(world: World) -> list[dict[str, Any]]:
-    return [
-        {"id": i.id, "title": i.definition.title, "severity": i.definition.severity, "opened_step": i.opened_step,
-         "effort_remaining": i.remaining, "resolver_roles": list(i.definition.resolver_roles)}
-        for i in world.incidents if i.open
-    ]
-
-
-def signals(world: World, role: str) -> list[dict[str, Any]]:
-    """Unreported anomalies on the metrics this role sees."""
-    visible = VISIBLE_METRICS[role]
-    return [
-        {"event_id": e.definition.id, "metric": e.definition.metric, "severity": e.definition.severity,
-         "title": e.definition.title}
-        for e in world.events
-        if world.anomalies.get(e.definition.id, "") is None and e.definition.metric in visible
-    ]
-
-
 Choices = dict[str, list[Any] | str]
 TEXT = "text"
 """Marks a free-text payload field in legal_actions: any non-empty text up to 500 characters."""
 
 
-def legal_actions(world: World, role: str, allowed: tuple[str, ...]) -> dict[str, Choices]:
-    """Action types `role` may take now without being rejected, each with its payload fields:
-    a list of the valid choices, or "text" for a free-text field.
-    """
-    legal: dict[str, Choices] = {}
-    for name in allowed:
-        choices = _choices(world, role, name)
-        if choices is not None:
-            legal[name] = choices
-    return legal
+def _by_role() -> dict[str, list[Any]]:
+    return {role: [] for role in ROLES}
+
+
+@dataclass(slots=True)
+class Frame:
+    """What the roles' views draw on, gathered in one pass over the world per observation. Each per-role list is
+    that role's own (handed out once, in one view)."""
+
+    tasks: dict[str, list[dict[str, Any]]]
+    """Per role: the views of the known tasks it sees."""
+    delegable: dict[str, list[str]]
+    """Per role: the ids of the known, uncompleted tasks it sees."""
+    risks: list[dict[str, Any]]
+    """The views of the known, unmitigated risks."""
+    role_risks: dict[str, list[dict[str, Any]]]
+    """Per role: the views of the known, unmitigated risks it sees."""
+    incidents: list[dict[str, Any]]
+    """The open incidents' views."""
+    resolvable: list[tuple[tuple[str, ...], str]]
+    """Each open incident: its resolver roles and its id."""
+    plans: list[dict[str, Any]]
+    """The recent plans' views."""
+    open_plans: list[tuple[str, str]]
+    """Each open plan: its author and its id."""
+    events: list[dict[str, Any]]
+    signals: list[tuple[str, dict[str, Any]]]
+    """Each unreported anomaly: its metric and the signal shown to the roles that see the metric."""
+    requests: dict[str, list[dict[str, Any]]]
+    """Per role: the views of the pending resource requests it sees."""
+    policy: dict[str, int]
+    oversight_log: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, world: World) -> Frame:
+        tasks, delegable = _by_role(), _by_role()
+        for item in world.work:
+            if item.status == "upcoming":
+                continue
+            seers = _task_seers(item)
+            view = _task_view(item)
+            for role in seers:
+                tasks[role].append(view)
+            if item.status != "completed":
+                for role in seers:
+                    delegable[role].append(item.id)
+        risks = []
+        role_risks = _by_role()
+        for risk in world.risks:
+            if risk.known and risk.status != "mitigated":
+                view = _risk_view(risk)
+                risks.append(view)
+                for role in _risk_seers(risk):
+                    role_risks[role].append(view)
+        incidents: list[dict[str, Any]] = []
+        resolvable: list[tuple[tuple[str, ...], str]] = []
+        for i in world.incidents:
+            if i.open:
+                d = i.definition
+                incidents.append({"id": i.id, "title": d.title, "severity": d.severity, "opened_step": i.opened_step,
+                                  "effort_remaining": i.remaining, "resolver_roles": list(d.resolver_roles)})
+                resolvable.append((d.resolver_roles, i.id))
+        requests = _by_role()
+        for r in world.requests:
+            if r.status == "pending":
+                view = {"id": r.id, "role": r.role, "resource_type": r.resource_type, "amount": r.amount,
+                        "step": r.step}
+                for role in {r.role, *SEES_ALL_REQUESTS}:
+                    requests[role].append(view)
+        anomalies = world.anomalies
+        return cls(
+            tasks=tasks,
+            delegable=delegable,
+            risks=risks,
+            role_risks=role_risks,
+            incidents=incidents,
+            resolvable=resolvable,
+            plans=[{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
+                   for p in world.plans[-RECENT:]],
+            open_plans=[(p.role, p.id) for p in world.plans if p.status == "open"],
+            events=[dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
+            signals=[(e.definition.metric, {"event_id": e.definition.id, "metric": e.definition.metric,
+                                            "severity": e.definition.severity, "title": e.definition.title})
+                     for e in world.events if anomalies.get(e.definition.id, "") is None] if anomalies else [],
+            requests=requests,
+            policy=dict(world.policy),
+            oversight_log=[v.to_dict() for v in world.violations[-RECENT:]],
+        )
 
 
 STATIC_CHOICES: dict[str, Callable[[str], dict[str, tuple[Any, ...] | str]]] = {
@@ -120,20 +184,22 @@ STATIC_CHOICES: dict[str, Callable[[str], dict[str, tuple[Any, ...] | str]]] = {
     "audit_agent": lambda role: {"target_agent": tuple(r for r in ROLES if r != role)},
     "no_op": lambda role: {},
 }
-"""Action types whose payload choices depend only on the role: computed once per role (fresh lists per view)."""
+"""Action types whose payload choices depend only on the role (always possible)."""
 
 
-def _plan_ids(world: World, role: str) -> Choices | None:
-    ids = [p.id for p in world.plans if p.status == "open" and p.role != role]
+def _plan_ids(world: World, frame: Frame, role: str) -> Choices | None:
+    if not frame.open_plans:
+        return None
+    ids = [plan_id for author, plan_id in frame.open_plans if author != role]
     return {"plan_id": ids} if ids else None
 
 
-def _delegate(world: World, role: str) -> Choices | None:
-    ids = [w.id for w in world.work if _sees_task(role, w) and w.status != "completed"]
+def _delegate(world: World, frame: Frame, role: str) -> Choices | None:
+    ids = frame.delegable[role]
     return {"task_id": ids, "to": list(ROLES)} if ids else None
 
 
-def _approve(world: World, role: str) -> Choices | None:
+def _approve(world: World, frame: Frame, role: str) -> Choices | None:
     kinds = sorted({r.resource_type for r in world.requests if r.status == "pending"})
     kinds = [k for k in kinds if world.resources.get(k, 0) >= AMOUNT_CHOICES[0]]
     if not kinds:
@@ -142,17 +208,21 @@ def _approve(world: World, role: str) -> Choices | None:
     return {"resource_type": kinds, "amount": [a for a in AMOUNT_CHOICES if a <= smallest]}
 
 
-def _flag(world: World, role: str) -> Choices | None:
-    ids = [r.id for r in world.risks if _sees_risk(role, r)]
-    return {"risk_id": ids, "description": TEXT} if ids else None
+def _flag(world: World, frame: Frame, role: str) -> Choices | None:
+    views = frame.role_risks[role]
+    if not views:
+        return None
+    return {"risk_id": [view["id"] for view in views], "description": TEXT}
 
 
-def _resolve(world: World, role: str) -> Choices | None:
-    ids = [i.id for i in world.incidents if i.open and role in i.definition.resolver_roles]
+def _resolve(world: World, frame: Frame, role: str) -> Choices | None:
+    if not frame.resolvable:
+        return None
+    ids = [incident_id for resolvers, incident_id in frame.resolvable if role in resolvers]
     return {"incident_id": ids} if ids else None
 
 
-DYNAMIC_CHOICES: dict[str, Callable[[World, str], Choices | None]] = {
+DYNAMIC_CHOICES: dict[str, Callable[[World, Frame, str], Choices | None]] = {
     "accept_plan": _plan_ids,
     "reject_plan": _plan_ids,
     "delegate_task": _delegate,
@@ -164,82 +234,63 @@ DYNAMIC_CHOICES: dict[str, Callable[[World, str], Choices | None]] = {
 
 
 @cache
-def _static(role: str, name: str) -> dict[str, tuple[Any, ...] | str]:
-    return STATIC_CHOICES[name](role)
+def _legal_template(role: str, allowed: tuple[str, ...]) -> tuple[Callable[[], dict[str, Any]], tuple[str, ...]]:
+    """A role's legal actions with every static action's choices filled in and a placeholder for each dynamic
+    one (so that the order stays that of `allowed`), compiled to build a fresh copy per call; and the dynamic
+    action types."""
+    template = {name: None if name in DYNAMIC_CHOICES else STATIC_CHOICES[name](role) for name in allowed}
+    return copier(template), tuple(name for name in allowed if name in DYNAMIC_CHOICES)
 
 
-def _choices(world: World, role: str, name: str) -> Choices | None:
-    dynamic = DYNAMIC_CHOICES.get(name)
-    if dynamic is not None:
-        return dynamic(world, role)
-    return {field: options if options == TEXT else list(options) for field, options in _static(role, name).items()}
-
-
-@dataclass(slots=True)
-class Shared:
-    """The parts of the world every role's view draws on, built once per observation."""
-
-    tasks: list[tuple[frozenset[str], dict[str, Any]]]
-    """Each known task with the roles that see it and its view."""
-    risks: list[tuple[RiskState, dict[str, Any]]]
-    incidents: list[dict[str, Any]]
-    plans: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-    policy: dict[str, int]
-    oversight_log: list[dict[str, Any]]
-
-    @classmethod
-    def of(cls, world: World) -> Shared:
-        return cls(
-            tasks=[(_task_seers(w), _task_view(w)) for w in world.work if w.status != "upcoming"],
-            risks=[(r, _risk_view(r)) for r in world.risks if r.known and r.status != "mitigated"],
-            incidents=_incident_view(world),
-            plans=[{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
-                   for p in world.plans[-RECENT:]],
-            events=[dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
-            policy=dict(world.policy),
-            oversight_log=[v.to_dict() for v in world.violations[-RECENT:]],
-        )
+def legal_actions(world: World, role: str, allowed: tuple[str, ...], frame: Frame | None = None) -> dict[str, Choices]:
+    """Action types `role` may take now without being rejected, each with its payload fields:
+    a list of the valid choices, or "text" for a free-text field.
+    """
+    build, dynamic = _legal_template(role, allowed)
+    legal = build()
+    if dynamic:
+        frame = frame or Frame.of(world)
+        for name in dynamic:
+            choices = DYNAMIC_CHOICES[name](world, frame, role)
+            if choices is None:
+                del legal[name]
+            else:
+                legal[name] = choices
+    return legal
 
 
 def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: dict[str, Any] | None,
-              shared: Shared | None = None) -> dict[str, Any]:
+              frame: Frame | None = None) -> dict[str, Any]:
     """One role's partial observation."""
-    shared = shared or Shared.of(world)
+    frame = frame or Frame.of(world)
     resources = VISIBLE_RESOURCES[role]
+    visible = VISIBLE_METRICS[role]
+    metrics = world.metrics
     return {
         "role": role,
         "step": world.step,
-        "visible_tasks": [view for seers, view in shared.tasks if role in seers],
-        "system_metrics": {m: world.metrics[m] for m in VISIBLE_METRICS[role]},
-        "signals": signals(world, role),
+        "visible_tasks": frame.tasks[role],
+        "system_metrics": {m: metrics[m] for m in visible},
+        "signals": [signal for metric, signal in frame.signals if metric in visible] if frame.signals else [],
         "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",
-        "pending_requests": [
-            {"id": r.id, "role": r.role, "resource_type": r.resource_type, "amount": r.amount, "step": r.step}
-            for r in world.requests if r.status == "pending" and (role in SEES_ALL_REQUESTS or r.role == role)
-        ],
-        "risks": "hidden" if role in RISK_BLIND else [view for risk, view in shared.risks if _sees_risk(role, risk)],
-        "incidents": shared.incidents,
-        "plans": shared.plans,
-        "policy": shared.policy,
-        "recent_events": shared.events[-RECENT:],
-        "oversight_log": shared.oversight_log if role in OVERSIGHT_LOG_ROLES else "hidden",
+        "pending_requests": frame.requests[role],
+        "risks": "hidden" if role in RISK_BLIND else frame.role_risks[role],
+        "incidents": frame.incidents,
+        "plans": frame.plans,
+        "policy": frame.policy,
+        "recent_events": frame.events[-RECENT:],
+        "oversight_log": frame.oversight_log if role in OVERSIGHT_LOG_ROLES else "hidden",
         "last_query_step": world.last_query.get(role),
-        "legal_actions": legal_actions(world, role, allowed),
+        "legal_actions": legal_actions(world, role, allowed, frame),
         "last_action_result": last_result,
     }
 
 
-def _copied(record: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if record is None else copy_record(record)
-
-
-def hints(world: World, task_hint: str) -> list[str]:
+def hints(world: World, task_hint: str, frame: Frame) -> list[str]:
     """The task's goal plus short reminders about what the whole organisation can see."""
     notes = [task_hint]
-    open_incidents = [i.id for i in world.incidents if i.open]
-    if open_incidents:
-        notes.append(f"Open incidents: {', '.join(open_incidents)}.")
+    if frame.resolvable:
+        notes.append(f"Open incidents: {', '.join(incident_id for _, incident_id in frame.resolvable)}.")
     unflagged = [r.id for r in world.risks if r.status == "detected" and r.flagged_step is None]
     if unflagged:
         notes.append(f"Detected risks not yet flagged: {', '.join(unflagged)}.")
@@ -254,7 +305,7 @@ def hints(world: World, task_hint: str) -> list[str]:
 
 def degraded(world: World) -> bool:
     critical_open = any(i.open and i.definition.severity == "critical" for i in world.incidents)
-    return critical_open or graders.service_health(world) < DEGRADED_HEALTH
+    return critical_open or world.health < DEGRADED_HEALTH
 
 
 def observation(
@@ -265,21 +316,25 @@ def observation(
     task_hint: str,
 ) -> dict[str, Any]:
     """The full observation: every role's view plus the organisation-wide facts."""
-    shared = Shared.of(world)
+    frame = Frame.of(world)
+    views = {}
+    for role in ROLES:
+        last = last_results.get(role)
+        views[role] = role_view(world, role, allowed[role], None if last is None else copy_record(last), frame)
     return {
         "task": world.task,
         "step_count": world.step,
         "max_steps": world.max_steps,
         "scenario_id": world.scenario.id,
         "scenario_title": world.scenario.title,
-        "agent_observations": {r: role_view(world, r, allowed[r], _copied(last_results.get(r)), shared) for r in ROLES},
+        "agent_observations": views,
         "system_metrics": {**world.metrics, "cost": round(world.cost, 2)},
         "resources": dict(world.resources),
-        "active_risks": [view for _, view in shared.risks],
-        "active_incidents": shared.incidents,
-        "scenario_events": shared.events,
+        "active_risks": frame.risks,
+        "active_incidents": frame.incidents,
+        "scenario_events": frame.events,
         "partial_scores": {k: (round(v, 4) if v is not None else None) for k, v in partial_scores.items()},
-        "hints": hints(world, task_hint),
+        "hints": hints(world, task_hint, frame),
         "degraded": degraded(world),
         "done": world.done,
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from aaos.core.actions import copy_record
 from aaos.envs.org.scenario import EventDef, IncidentDef, RiskDef, Scenario
 
 
@@ -187,6 +188,10 @@ class World:
     last_query: dict[str, int]
     counters: Counters = field(default_factory=Counters)
     done: bool = False
+    metrics_stale: bool = True
+    """Set by the dynamics when something the metrics derive from changes (dynamics.compute_metrics)."""
+    health: float = 1.0
+    """The service health of the metrics (dynamics.health), refreshed with them."""
 
     def known_work_item(self, item_id: str) -> WorkItem | None:
         """A task that has arrived (an upcoming one is unknown to everyone)."""
@@ -240,7 +245,7 @@ class World:
             "events": [_event_dict(e) for e in self.events],
             "anomalies": dict(self.anomalies),
             "violations": [v.to_dict() for v in self.violations],
-            "log": list(self.log),
+            "log": [copy_record(r) for r in self.log],  # the env's last results share these records
             "flags": dict(self.flags),
             "last_query": dict(self.last_query),
             "counters": asdict(self.counters),

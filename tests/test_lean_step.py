@@ -1,0 +1,100 @@
+"""The fast paths of a step change nothing anyone can see: a step without an observation pays and reports exactly
+what a step with one does, and every observation is made of new objects that no consumer can use to change the
+next one (the world itself is covered by test_invariants' tearing test)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import aaos
+
+
+def _episodes(env_id: str) -> list[tuple[str, str, str]]:
+    spec = aaos.spec(env_id)
+    return [(t.id, s.id, policy) for t in spec.tasks for s in spec.scenarios for policy in ("heuristic", "random")]
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+@pytest.mark.parametrize("env_id", aaos.env_ids())
+def test_a_step_without_observation_pays_and_reports_what_an_observed_step_does(env_id: str) -> None:
+    """On every task x scenario of every environment, with the champion and random choosing from the observed
+    twin's views: reward, done, info and state agree at every step, and the lean twin's observation, asked for
+    afterwards, is the observed twin's."""
+    for task, scenario, policy_name in _episodes(env_id):
+        observed = aaos.make(task, scenario=scenario, seed=1, env=env_id)
+        lean = aaos.make(task, scenario=scenario, seed=1, env=env_id)
+        policy = aaos.policies.make(policy_name, seed=1, env=env_id)
+        observation = observed.reset()
+        lean.reset()
+        policy.bind(observed)
+        steps = 0
+        while True:
+            joint = policy.act(observation)
+            full, bare = observed.step(joint), lean.step(joint, observe=False)
+            steps += 1
+            where = f"{env_id} {task} {scenario} {policy_name} step {steps}"
+            assert bare.observation is None, where
+            assert (bare.reward, bare.done) == (full.reward, full.done), where
+            assert _dump(bare.info) == _dump(full.info), where
+            assert _dump(lean.state()) == _dump(observed.state()), where
+            if steps % 7 == 0 or full.done:
+                assert _dump(lean.observation()) == _dump(full.observation), where
+            observation = full.observation
+            if full.done:
+                break
+
+
+def _containers(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _containers(item)
+    elif isinstance(value, list):
+        yield value
+        for item in value:
+            yield from _containers(item)
+
+
+def _scramble(value: Any) -> None:
+    """Empty every list and dict inside a value, depth first, and put junk in the emptied dicts."""
+    for container in list(_containers(value))[::-1]:
+        container.clear()
+        if isinstance(container, dict):
+            container["junk"] = ["junk"]
+
+
+@pytest.mark.parametrize("env_id", aaos.env_ids())
+def test_no_two_observations_share_an_object_and_tearing_one_changes_no_later_one(env_id: str) -> None:
+    """Two twins play the champion's actions; one has every observation, info and legal_actions answer it returns
+    torn apart: the next observations of the two stay identical, and no container of an observation appears in
+    the one before it or in the step's info."""
+    spec = aaos.spec(env_id)
+    task = spec.tasks[-1].id
+    kept, torn = aaos.make(task, env=env_id), aaos.make(task, env=env_id)
+    policy = aaos.policies.make("heuristic", env=env_id)
+    observation, mangled = kept.reset(), torn.reset()
+    policy.bind(kept)
+    previous: set[int] = set()
+    while True:
+        assert _dump(observation) == _dump(mangled)
+        mine = {id(c) for c in _containers(observation)}
+        assert not mine & previous, "an observation reuses an object of the one before it"
+        previous = mine
+        joint = policy.act(observation)
+        _scramble(mangled)
+        for role in spec.roles:
+            _scramble(torn.legal_actions(role))
+        first, second = kept.step(joint), torn.step(joint)
+        assert not {id(c) for c in _containers(first.info)} & {id(c) for c in _containers(first.observation)}
+        _scramble(second.info)
+        observation, mangled = first.observation, second.observation
+        if first.done:
+            assert _dump(kept.state()) == _dump(torn.state())
+            return
