@@ -22,7 +22,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from aaos.server.background import BackgroundServer
 
-MODES = ("ok", "timeout", "rate_limit", "server_error", "not_json", "wrong_schema", "empty")
+MODES = ("ok", "timeout", "rate_limit", "server_error", "not_json", "wrong_schema", "empty", "echo_token")
+"""echo_token: a 401 whose message quotes the request's Authorization header, as a careless endpoint might."""
 
 
 def first_instance(schema: dict[str, Any]) -> Any:
@@ -77,6 +78,9 @@ def build_app(script: Script) -> FastAPI:
             await asyncio.sleep(30)
         if mode == "rate_limit":
             return JSONResponse({"error": {"message": "rate limited", "type": "rate_limit"}}, status_code=429)
+        if mode == "echo_token":
+            message = f"invalid credentials: {request.headers.get('authorization')}"
+            return JSONResponse({"error": {"message": message, "type": "invalid_request_error"}}, status_code=401)
         if mode == "server_error":
             return JSONResponse({"error": {"message": "boom", "type": "server_error"}}, status_code=500)
         if mode == "not_json":

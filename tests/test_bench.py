@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO_ROOT
 
+from aaos.agents.llm import FALLBACK_LIMIT
 from aaos.bench.report import gate, to_markdown, write_reports
 from aaos.bench.runner import plan_jobs, read_records
 from aaos.bench.stats import bootstrap_ci, pass_hat_k, summarise
@@ -35,11 +36,14 @@ def test_pass_hat_k_known_values() -> None:
 
 
 def _record(policy: str, split: str, score: float, hard: int = 0, seed: int = 0, env_version: str = "1",
-            reward_version: str = "1") -> dict[str, object]:
+            reward_version: str = "1", decisions: dict[str, int] | None = None) -> dict[str, object]:
+    """An episode record; with `decisions` (per tier), a model policy's, its calls accounted as CallStats does."""
+    llm = None if decisions is None else {"decisions": decisions, "calls": 10, "latency_s": 1.0,
+                                          "prompt_tokens": 100, "completion_tokens": 10}
     return {"policy": policy, "split": split, "env": "org", "env_version": env_version,
             "reward_version": reward_version, "task": "full_episode", "scenario": "s", "seed": seed, "score": score,
             "components": {"efficiency": score}, "actions": 10, "invalid_actions": 1, "hard_violations": hard,
-            "llm": None, "wall_s": 0.1, "error": None}
+            "llm": llm, "wall_s": 0.1, "error": None}
 
 
 def test_summary_and_gate() -> None:
@@ -59,6 +63,28 @@ def test_summary_and_gate() -> None:
     assert reckless.verdict == "NO_PROMOTE" and "hard violations" in reckless.reasons[0]
     assert gate(summary, "missing").verdict == "NO_PROMOTE"
     assert "| close | holdout | 4 | 0.89 |" in to_markdown(summary)
+
+
+def test_a_model_row_of_mostly_fallbacks_is_unranked_and_never_promoted(tmp_path: Path) -> None:
+    half = {"primary": 5, "secondary": 2, "champion": 3}  # exactly FALLBACK_LIMIT: still the model's
+    most = {"primary": 4, "secondary": 1, "champion": 5}  # 60 % fallbacks
+    records = [_record("heuristic", "holdout", 0.9, seed=i) for i in range(4)]
+    records += [_record("llm:half", "holdout", 0.9, seed=i, decisions=half) for i in range(4)]
+    records += [_record("llm:dead", "holdout", 0.95, seed=i, decisions=most) for i in range(4)]
+    rows = summarise(records)
+    by_policy = {r["policy"]: r for r in rows}
+    assert by_policy["heuristic"]["unranked"] is None and by_policy["llm:half"]["unranked"] is None
+    assert by_policy["llm:half"]["fallback_rate"] == pytest.approx(FALLBACK_LIMIT)
+    reason = by_policy["llm:dead"]["unranked"]
+    assert reason == "24 of 40 actions (60 %) were decided by fallbacks, not the model (the limit is 50 %)"
+    assert gate(rows, "llm:half").verdict == "PROMOTE"
+    verdict = gate(rows, "llm:dead")  # the best mean of all, but not the model's
+    assert verdict.verdict == "NO_PROMOTE" and verdict.reasons == [f"llm:dead is unranked: {reason}"]
+    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    assert [(r["policy"], r["unranked"]) for r in ranked] == [("heuristic", None), ("llm:half", None),
+                                                              ("llm:dead", reason)]  # after every ranked row
+    assert reason in (tmp_path / "leaderboard.md").read_text()
+    assert "llm:dead (unranked: mostly fallbacks)" in (tmp_path / "leaderboard.html").read_text()
 
 
 def test_reports_are_written(tmp_path: Path) -> None:

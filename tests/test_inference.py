@@ -1,4 +1,5 @@
-"""inference.py: the exact [START]/[STEP]/[END] lines, in process, against the real server, and under faults."""
+"""inference.py: the exact [START]/[STEP]/[END] lines, in process, against the real server, and under faults (a
+closed port, the FAULT-INJECTING FAKE endpoint): a model failure is flagged and never credited as the model's."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from fake_openai import Script, serve
+from fake_openai import Script, free_port, serve
 from helpers import REPO_ROOT, play
 
+from aaos.agents.llm import fix_hint
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
 
@@ -94,15 +97,56 @@ def test_against_the_real_server_the_lines_are_identical() -> None:
         assert len(steps) <= 12
 
 
-def test_a_failing_model_still_completes_every_episode() -> None:
-    with serve(Script(modes=["server_error"])) as url:
-        done = run_inference(MODEL_NAME="fake-model", API_BASE_URL=url, HF_TOKEN="hf_" + "x" * 30, MAX_STEPS="3")
+def test_an_unreachable_model_is_flagged_stopped_and_never_credited(tmp_path: Path) -> None:
+    model, token = "Qwen/Qwen2.5-7B-Instruct", "hf_" + "x" * 30
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    done = run_inference(MODEL_NAME=model, API_BASE_URL=closed, HF_TOKEN=token, OUTPUT=str(tmp_path / "out.json"))
     played = list(episodes(done.stdout))
-    assert [start["model"] for start, _, _ in played] == ["fake-model"] * 3
-    for _, steps, end in played:
+    assert [start["model"] for start, _, _ in played] == [model] * 3
+    for start, steps, end in played:
         check_episode(steps, end)
-        assert int(end["steps"]) <= 3
-    assert "hf_xxx" not in done.stdout + done.stderr
+        [step] = steps  # every call of the first step failed: the episode stops there
+        assert step["error"] == "fallback:APIConnectionError (6 of 6 actions)"
+        rewards, _ = champion_episode(start["task"])
+        assert step["reward"] == f"{rewards[0]:.2f}"  # the champion played that step...
+        assert (end["success"], end["score"]) == ("false", "0.000")  # ...and its score is not the model's
+        assert f"{start['task']} stopped after step 1: every model call of the first step failed" in done.stderr
+    results = json.loads((tmp_path / "out.json").read_text())
+    assert results["mean_score"] == 0.0
+    for task in results["tasks"]:
+        assert task["score"] == 0.0 and task["played_score"] > 0 and not task["success"]
+        assert task["decisions"] == {"primary": 0, "secondary": 0, "champion": 6}
+        assert task["not_credited"].startswith("6 of 6 actions (100 %) were decided by fallbacks")
+    *_, plainly, count = done.stderr.splitlines()
+    assert plainly.startswith("inference.py: the model produced no action at all; no score is credited to it.")
+    assert f"{model}: APIConnectionError: Connection error. Fix: {fix_hint('APIConnectionError')}" in plainly
+    assert count == (f"inference.py: {model}: 0 of 18 actions were the model's own, 18 were fallbacks; "
+                     "0 of 3 episodes credited to the model")
+    assert token not in done.stdout + done.stderr + (tmp_path / "out.json").read_text()
+
+
+@pytest.mark.parametrize(("answered", "credited"), [(6, False), (12, True)])
+def test_steps_decided_by_fallbacks_say_so_and_mostly_fallbacks_earn_no_credit(tmp_path: Path, answered: int,
+                                                                                credited: bool) -> None:
+    """The fake answers the first `answered` calls (one step is six), then fails every call: of three steps, the
+    model decides one (a third of the actions: not credited) or two (credited)."""
+    with serve(Script(modes=["ok"] * answered + ["server_error"])) as url:
+        done = run_inference(MODEL_NAME="fake-model", API_BASE_URL=url, TASK="org_simulation", MAX_STEPS="3",
+                             OUTPUT=str(tmp_path / "out.json"))
+    [(_, steps, end)] = episodes(done.stdout)
+    check_episode(steps, end)
+    model_steps = answered // 6
+    assert [s["error"] for s in steps] == ["null"] * model_steps + [
+        "fallback:InternalServerError (6 of 6 actions)"] * (3 - model_steps)
+    [task] = json.loads((tmp_path / "out.json").read_text())["tasks"]
+    assert task["decisions"] == {"primary": answered, "secondary": 0, "champion": 18 - answered}
+    assert task["error"] is None  # the first step was the model's: the episode ran on
+    assert end["score"] == (f"{task['played_score']:.3f}" if credited else "0.000")
+    assert (task["not_credited"] is None) == credited
+    assert f"org_simulation: the model decided {answered} of 18 actions" in done.stderr
+    assert done.stderr.splitlines()[-1] == (f"inference.py: fake-model: {answered} of 18 actions were the model's "
+                                            f"own, {18 - answered} were fallbacks; {int(credited)} of 1 episodes "
+                                            "credited to the model")
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9"])

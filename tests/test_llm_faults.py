@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Script, serve
+from fake_openai import Script, free_port, serve
 
 import aaos
 from aaos.agents.advisor import GuardedAdvisor, guardrail_breach
 from aaos.agents.base import Action, Policy, action
 from aaos.agents.llm import LLMConfig, LLMPolicy
-from aaos.bench.policies import PolicySpec
-from aaos.bench.report import write_reports
+from aaos.bench.policies import PolicySpec, baseline
+from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, run
 from aaos.bench.stats import summarise
 
@@ -123,6 +123,17 @@ def test_requests_carry_the_schema_of_the_legal_actions() -> None:
     assert by_role == {role: set(view["legal_actions"]) for role, view in observation["agent_observations"].items()}
 
 
+def test_a_token_the_endpoint_echoes_is_masked_in_the_last_error() -> None:
+    with serve(Script(modes=["echo_token"])) as url:
+        policy = LLMPolicy(aaos.spec("org"), config(url, max_retries=0))
+        env = aaos.make("org_simulation", seed=0)
+        env.step(policy.act(env.reset()))
+        policy.close()
+    stats = policy.stats.to_dict()
+    assert stats["last_error_type"] == "AuthenticationError"
+    assert "invalid credentials: Bearer ***" in stats["last_error"] and TOKEN not in stats["last_error"]
+
+
 def test_token_is_never_logged_or_written(tmp_path: Path, caplog: pytest.LogCaptureFixture,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     caplog.set_level(logging.DEBUG)
@@ -140,6 +151,29 @@ def test_token_is_never_logged_or_written(tmp_path: Path, caplog: pytest.LogCapt
                   repr(LLMPolicy(aaos.spec("org"), spec.model))):
         assert TOKEN not in place  # ...and written nowhere
     assert records[0]["llm"]["calls"] > 0
+
+
+def test_a_dead_model_s_benchmark_rows_are_unranked_and_never_promoted(tmp_path: Path) -> None:
+    dead = config(f"http://127.0.0.1:{free_port()}/v1", max_retries=0)  # a closed port: every call fails
+    specs = {"heuristic": baseline("heuristic"), "llm:dead": PolicySpec("llm:dead", "llm", dead),
+             "guarded:dead": PolicySpec("guarded:dead", "guarded", dead)}
+    jobs = plan_jobs(list(specs), ["org_simulation"], ["product_launch_failure"], 1, ("holdout",))
+    records = {r["policy"]: r for r in run(jobs, specs, tmp_path / "results.jsonl", concurrency=3)}
+    for name in ("llm:dead", "guarded:dead"):
+        assert records[name]["error"] is None
+        assert records[name]["score"] == records["heuristic"]["score"]  # the champion played every action
+        assert records[name]["llm"]["decisions"] == {"primary": 0, "secondary": 0, "champion": 120}
+    rows = summarise(records.values())
+    unranked = {r["policy"]: r["unranked"] for r in rows}
+    assert unranked["heuristic"] is None
+    for name in ("llm:dead", "guarded:dead"):
+        assert unranked[name] == ("120 of 120 actions (100 %) were decided by fallbacks, not the model "
+                                  "(the limit is 50 %)")
+        verdict = gate(rows, name)  # level with the champion: the unranked row is the only reason not to promote
+        assert verdict.verdict == "NO_PROMOTE" and verdict.reasons == [f"{name} is unranked: {unranked[name]}"]
+    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    assert [(r["policy"], r["unranked"] is None) for r in ranked] == [
+        ("heuristic", True), ("guarded:dead", False), ("llm:dead", False)]
 
 
 class Suggest(Policy):

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from aaos.agents.base import Action, Policy
-from aaos.agents.llm import InvalidAnswer, validate_answer
+from aaos.agents.llm import CallStats, InvalidAnswer, validate_answer
 from aaos.core.env import Environment, JointAction, Observation
 from aaos.core.spec import EnvSpec
 from aaos.envs import kit_of
@@ -66,6 +66,13 @@ class GuardedAdvisor(Policy):
         self.env = env
         self.champion = kit_of(env.spec.id).champion()
         self.advisor.bind(env)
+
+    @property
+    def stats(self) -> CallStats | None:
+        """The advising model's call accounting (None for an advisor without a model): the benchmark records it,
+        so that advice the model failed to give counts as fallbacks and a row advised by a dead model is not
+        ranked as the model's."""
+        return getattr(self.advisor, "stats", None)
 
     def close(self) -> None:
         self.advisor.close()

@@ -51,9 +51,41 @@ FIX_HINTS: dict[str, str] = {
 """What to do about a model call that failed, by the error's class name."""
 
 
+FALLBACK_LIMIT = 0.5
+"""A model run in which more than this share of the actions was decided by a fallback (the secondary model or the
+champion) rather than by the model is not credited to the model: inference.py's [END] line gives it no score and
+the benchmark leaves its row unranked, never promoted (see `not_credited`)."""
+COUNTED = ("calls", "failed_calls", "http_retries", "repairs", "prompt_tokens", "completion_tokens", "latency_s")
+"""The running counts of CallStats.to_dict() that add up over steps (besides `decisions`)."""
+
+
 def fix_hint(error_type: str | None) -> str:
     """A one-line fix for a failure whose class is `error_type` (see FIX_HINTS)."""
     return FIX_HINTS.get(error_type or "", "check the model settings and the endpoint")
+
+
+def fallbacks(decisions: dict[str, int]) -> int:
+    """How many of these decisions (per tier, as CallStats counts them) were not the model's own."""
+    return sum(count for tier, count in decisions.items() if tier != "primary")
+
+
+def not_credited(decisions: dict[str, int]) -> str | None:
+    """Why a run whose actions were decided so (per tier) is not credited to the model: more than FALLBACK_LIMIT of
+    them were fallbacks; None when the model decided enough of them (or nothing was decided at all)."""
+    decided = sum(decisions.values())
+    fell_back = fallbacks(decisions)
+    if not decided or fell_back / decided <= FALLBACK_LIMIT:
+        return None
+    return (f"{fell_back} of {decided} actions ({100 * fell_back / decided:.0f} %) were decided by fallbacks, not "
+            f"the model (the limit is {100 * FALLBACK_LIMIT:.0f} %)")
+
+
+def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What a policy's model calls used between two CallStats.to_dict() snapshots: the COUNTED keys and the
+    decisions per tier, each as after minus before."""
+    delta: dict[str, Any] = {key: after[key] - before[key] for key in COUNTED}
+    delta["decisions"] = {tier: after["decisions"][tier] - before["decisions"][tier] for tier in TIERS}
+    return delta
 
 
 @dataclass(frozen=True)
@@ -104,8 +136,12 @@ class CallStats:
     """The class name of that error (a key of FIX_HINTS), or None."""
 
     def give_up(self, tier: _Tier, error: Exception) -> None:
-        """Note why the tier's answer is given up on (the next tier then decides)."""
-        self.last_error = f"{tier.config.model}: {type(error).__name__}: {error}"[:LAST_ERROR_CHARS]
+        """Note why the tier's answer is given up on (the next tier then decides); should the endpoint's message
+        quote the token, it is masked."""
+        message = f"{tier.config.model}: {type(error).__name__}: {error}"
+        if tier.config.api_key:
+            message = message.replace(tier.config.api_key, "***")
+        self.last_error = message[:LAST_ERROR_CHARS]
         self.last_error_type = type(error).__name__
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,7 +156,7 @@ class CallStats:
             "latency_s": round(self.latency_s, 4),
             "mean_latency_s": round(self.latency_s / self.calls, 4) if self.calls else None,
             "decisions": dict(self.decisions),
-            "fallback_rate": round(1 - self.decisions["primary"] / decided, 4) if decided else 0.0,
+            "fallback_rate": round(fallbacks(self.decisions) / decided, 4) if decided else 0.0,
             "last_error": self.last_error,
             "last_error_type": self.last_error_type,
         }

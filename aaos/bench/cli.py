@@ -163,6 +163,9 @@ def _bench(args: argparse.Namespace) -> int:
     paths = write_reports(rows, args.out)
     (args.out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")
     print((args.out / "leaderboard.md").read_text())
+    for row in rows:
+        if row.get("unranked"):
+            print(f"unranked: {row['policy']} on {row['split']}: {row['unranked']}", file=sys.stderr)
     failed = sum(1 for r in records if r.get("error"))
     if failed:
         print(f"{failed} episode(s) failed; see 'error' in {args.out / 'results.jsonl'}", file=sys.stderr)

@@ -160,7 +160,9 @@ def _card_body(folder: Path, repo_id: str, run_path: str) -> str:
         "One row per episode: policy, env, env_version, reward_version, task, scenario, seed, split (train or "
         "holdout), score and its components, actions, invalid actions, hard violations, model accounting, error. "
         "Compare scores only between rows of the same env, env_version and reward_version: the leaderboard "
-        "never pools them.\n"
+        "never pools them. A leaderboard row with `unranked` set is a model's whose actions were mostly fallbacks "
+        "(the secondary model or the champion): its score is not the model's, and it is listed after the ranked "
+        "rows.\n"
     )
 
 

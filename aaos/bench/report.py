@@ -18,7 +18,8 @@ from aaos.bench.stats import VERSION_KEYS
 
 GATE_MARGIN = 0.02
 """A candidate may trail the champion's holdout mean by at most this much and still be promoted."""
-LEADERBOARD_COLUMNS = (*VERSION_KEYS, "policy", "split", "episodes", "mean_score", "ci_low", "ci_high", "success_rate")
+LEADERBOARD_COLUMNS = (*VERSION_KEYS, "policy", "split", "episodes", "mean_score", "ci_low", "ci_high", "success_rate",
+                       "unranked")
 
 
 def versions_of(row: dict[str, Any]) -> tuple[str, ...]:
@@ -32,8 +33,10 @@ def _label(version: tuple[str, ...]) -> str:
 
 
 def leaderboard(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Summary rows ranked within each environment version and split by mean score, best first."""
-    return sorted(rows, key=lambda r: (versions_of(r), r["split"], -r["mean_score"], r["policy"]))
+    """Summary rows ranked within each environment version and split by mean score, best first; rows with
+    `unranked` set (a model's actions mostly fallbacks: the score is not the model's) come after the ranked ones."""
+    return sorted(rows, key=lambda r: (versions_of(r), r["split"], bool(r.get("unranked")), -r["mean_score"],
+                                       r["policy"]))
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +61,8 @@ def chart(rows: list[dict[str, Any]]) -> go.Figure:
         subset = [r for r in rows if r["split"] == split]
         figure.add_bar(
             name=split,
-            x=[f"{r['policy']}, {_label(versions_of(r))}" if several else r["policy"] for r in subset],
+            x=[(f"{r['policy']}, {_label(versions_of(r))}" if several else r["policy"]) +
+               (" (unranked: mostly fallbacks)" if r.get("unranked") else "") for r in subset],
             y=[r["mean_score"] for r in subset],
             error_y={"type": "data", "symmetric": False,
                      "array": [r["ci_high"] - r["mean_score"] for r in subset],
@@ -99,7 +103,8 @@ class GateResult:
 def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic",
          margin: float = GATE_MARGIN) -> GateResult:
     """Promote the candidate only if, on the holdout split of every environment version both were played on
-    (rows of different versions are never compared), its mean is not below the champion's by more than
+    (rows of different versions are never compared), its row is ranked (not `unranked`: a model whose actions were
+    mostly fallbacks is never promoted on the fallbacks' score), its mean is not below the champion's by more than
     `margin` and its hard violations per episode do not increase."""
     holdout: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
     for row in rows:
@@ -117,6 +122,8 @@ def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic"
     for version in shared:
         cand, champ = holdout[version][candidate], holdout[version][champion]
         where = f"{_label(version)}: " if len(shared) > 1 else ""
+        if cand.get("unranked"):
+            reasons.append(f"{where}{candidate} is unranked: {cand['unranked']}")
         gap = champ["mean_score"] - cand["mean_score"]
         if gap > margin:
             reasons.append(f"{where}holdout mean {cand['mean_score']:.3f} is {gap:.3f} below the champion's "

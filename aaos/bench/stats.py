@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from math import comb
 from typing import Any
 
+from aaos.agents.llm import fallbacks, not_credited
 from aaos.core.seeding import rng
 
 SUCCESS_THRESHOLD = 0.7
@@ -45,7 +46,8 @@ pooled (a record older than the version fields has None for them)."""
 
 def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, Any]]:
     """One row per (env, env_version, reward_version, policy, split): mean with 95 % CI, success rate, pass^k,
-    component means, rates."""
+    component means, rates. A model policy's row whose actions were mostly fallbacks has `unranked`, the reason it
+    is not ranked as the model's (aaos.agents.llm.FALLBACK_LIMIT); every other row has None there."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("error") is None:
@@ -63,9 +65,10 @@ def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, A
         pass_k = [p for p in pass_k if p is not None]
         components = sorted({name for r in group for name in r["components"]})
         actions = sum(r["actions"] for r in group)
-        decisions = sum(sum(r["llm"]["decisions"].values()) for r in group if r.get("llm"))
-        fallbacks = sum(r["llm"]["decisions"]["champion"] + r["llm"]["decisions"]["secondary"]
-                        for r in group if r.get("llm"))
+        decisions = Counter[str]()
+        for r in group:
+            decisions.update((r.get("llm") or {}).get("decisions", {}))
+        decided = sum(decisions.values())
         rows.append({
             **dict(zip(VERSION_KEYS, version, strict=True)),
             "policy": policy,
@@ -79,7 +82,8 @@ def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, A
             **{f"mean_{c}": statistics.mean(r["components"][c] or 0.0 for r in group) for c in components},
             "invalid_action_rate": sum(r["invalid_actions"] for r in group) / actions if actions else 0.0,
             "hard_violations_per_episode": statistics.mean(r["hard_violations"] for r in group),
-            "fallback_rate": fallbacks / decisions if decisions else 0.0,
+            "fallback_rate": fallbacks(decisions) / decided if decided else 0.0,
+            "unranked": not_credited(decisions),
             "tokens": sum((r.get("llm") or {}).get("prompt_tokens", 0) + (r.get("llm") or {}).get(
                 "completion_tokens", 0) for r in group),
             "mean_call_latency_s": _mean_latency(group),
