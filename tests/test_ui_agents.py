@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -13,11 +14,11 @@ from typing import Any
 
 import pytest
 from fake_openai import Script, serve
-from ui_fixtures import assert_no_reprs, rendered_text, reset, run_agent, run_benchmark, wait_until
+from ui_fixtures import assert_no_reprs, free_port, rendered_text, reset, run_agent, run_benchmark, wait_until
 
 from aaos.agents import local_model
 from aaos.agents.base import Policy
-from aaos.agents.llm import LLMConfig, LLMPolicy
+from aaos.agents.llm import LLMConfig, LLMPolicy, fix_hint
 from aaos.ui import agents, play, wiring
 from aaos.ui.session import Session
 
@@ -78,32 +79,49 @@ def test_a_model_plays_a_full_episode_with_valid_actions_and_shows_its_calls(
     wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
 
 
-def test_a_failing_endpoint_falls_back_to_the_champion_and_the_run_finishes() -> None:
+def test_an_endpoint_whose_answers_are_all_invalid_stops_the_run_at_once_and_says_why() -> None:
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["not_json"])) as url:
         updates = list(run_agent(session, "openai", "per_role", "fake-model", url, TOKEN))
-    steps = session.step_count
-    assert session.done and "Episode over" in updates[-1]["message"]
-    assert all(r["status"] != "rejected" for r in results_of(session))
-    assert session.model_usage is not None
-    assert session.model_usage.total["decisions"] == {"primary": 0, "secondary": 0, "champion": 6 * steps}
-    assert f"{6 * steps} of {6 * steps} actions" in usage_html(updates[-1])  # every action fell back
-    assert "Last fallback: fake-model: InvalidAnswer: not valid JSON" in usage_html(updates[-1])
-    assert session.score is not None and session.score >= 0.7  # the champion carried the episode
+    assert session.step_count == 0  # the champion's fallback actions were not played as the model's
+    message = updates[-1]["message"]
+    assert "aaos-message-warn" in message
+    assert "fake-model failed: it decided none of the 6 actions of step 1" in message
+    assert "InvalidAnswer: not valid JSON" in message and html.escape(fix_hint("InvalidAnswer"), quote=False) in message
+    assert "6 of 6 actions" in usage_html(updates[-1])
+    assert TOKEN not in rendered_text(updates) and session.agent is None
 
 
-def test_an_unreachable_endpoint_counts_failed_calls_and_stop_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_endpoint_stops_the_run_with_the_connection_error_and_its_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     built = record_policies(monkeypatch)
     session = reset(task="org_simulation")["session"]
-    with serve(Script(modes=["server_error"])) as url:
-        runs = run_agent(session, "openai", "joint", "fake-model", url, TOKEN)
+    closed_port = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    updates = list(run_agent(session, "openai", "joint", "fake-model", closed_port, TOKEN))
+    message = updates[-1]["message"]
+    assert session.step_count == 0 and "aaos-message-warn" in message and "playing" not in message
+    assert "APIConnectionError" in message and html.escape(fix_hint("APIConnectionError"), quote=False) in message
+    assert "1 failed · 2 retried" in usage_html(updates[-1])
+    assert TOKEN not in rendered_text(updates)
+    wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
+
+
+def test_a_model_failing_on_some_actions_says_so_as_a_warning_and_stop_still_works(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built = record_policies(monkeypatch)
+    session = reset(task="org_simulation")["session"]
+    # 7 invalid answers: each role's first try and one repair, so 1 to 3 roles fall back whatever the order
+    with serve(Script(modes=["not_json"] * 7 + ["ok"])) as url:
+        runs = run_agent(session, "openai", "per_role", "fake-model", url, TOKEN)
         first = next(o for o in runs if session.step_count == 1)  # may be preceded by "waiting" notes
         play.stop_agent(session)
         rest = list(runs)
-    assert "fake-model playing. Step 1" in first["message"]
+    message = first["message"]
+    assert "aaos-message-warn" in message and "fake-model playing. Step 1: reward" in message
+    fell_back = int(re.search(r"The model failed on (\d) of the 6 actions", message)[1])  # type: ignore[index]
+    assert 1 <= fell_back <= 3 and "InvalidAnswer" in message
+    assert f"{fell_back} of 6 actions" in usage_html(first)
     assert "Agent stopped at step 1" in rest[-1]["message"] and session.step_count == 1
-    stats = usage_html(first)
-    assert "3</b>" in stats and "1 failed · 2 retried" in stats and "6 of 6 actions" in stats
     assert session.agent is None
     wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
 

@@ -18,6 +18,7 @@ from ui_fixtures import assert_no_reprs, html_table, reset, run_benchmark, wait_
 import aaos
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.ui import benchmark, benchmark_tab, formatting, wiring
+from aaos.ui.play import episode_choices
 
 
 def files_of(outputs: dict[str, Any]) -> dict[str, Path]:
@@ -99,6 +100,7 @@ BAD = [
     ({"episodes": 2.5}, "Episodes per split must be a whole number"),
     ({"episodes": 51}, "from 1 to 50"),
     ({"episodes": float("nan")}, "from 1 to 50"),
+    ({"episodes": 2.5}, "from 1 to 50"),  # never rounded to another number
     ({"tasks": ()}, "Tick at least one task"),
     ({"scenarios": ()}, "Tick at least one scenario"),
     ({"splits": ()}, "Tick the train seeds, the holdout seeds or both"),
@@ -199,3 +201,29 @@ def test_the_leaderboard_names_the_environment_versions_and_ranks_each_apart() -
         ("1", "Champion", "org v2 · reward v2"), ("2", "Random", "org v2 · reward v2")]
     unversioned = {k: v for k, v in rows[0].items() if k not in ("env", "env_version", "reward_version")}
     assert html_table(formatting.leaderboard(benchmark.ranked([unversioned])))[0]["Env"] == "—"
+
+
+def test_a_model_whose_actions_all_fell_back_is_shown_unranked_not_ranked_as_the_model() -> None:
+    session = reset()["session"]
+    with serve(Script(modes=["not_json"])) as url:
+        updates = run_benchmark(session, policies=("heuristic", "openai"), scenarios=("product_launch_failure",),
+                                splits=("train",), model="fake-model", base_url=url, token="t")
+    board = {row["Policy"]: row for row in html_table(updates[-1]["leaderboard"])}
+    assert board["Champion"]["#"] == "1" and board["Champion"]["Ranked"] == "yes"
+    assert board["fake-model"]["#"] == "—" and board["fake-model"]["Ranked"].startswith("unranked: ")
+    assert "decided by fallbacks" in board["fake-model"]["Ranked"]
+
+
+def test_the_benchmark_names_tasks_and_scenarios_as_the_sidebar_does() -> None:
+    tasks, scenarios = episode_choices("org")
+    out = benchmark_tab.choose_env("org")
+    assert out["bench_tasks"]["choices"] == tasks and out["bench_scenarios"]["choices"] == scenarios
+    assert ("A new regulation lands mid-sprint (train)", "policy_change_shock") in scenarios
+
+
+@pytest.mark.parametrize(("episodes", "expected"), [(1, "will play 20 episodes"), (3, "will play 60 episodes"),
+                                                    (2.5, "whole number from 1 to 50"), (None, "whole number")])
+def test_the_plan_line_says_what_run_benchmark_will_play(episodes: float | None, expected: str) -> None:
+    out = benchmark_tab.show_plan("org", ["heuristic", "random"], ["org_simulation"],
+                                  [value for _, value in episode_choices("org")[1]], ["train", "holdout"], episodes)
+    assert expected in out["bench_plan"]

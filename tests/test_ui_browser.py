@@ -13,11 +13,13 @@ from collections.abc import Iterator
 
 import pytest
 from fake_openai import Script, serve
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
-from ui_fixtures import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, running_space, wait_until
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, ROOT, chromium, free_port, open_page, pick, running_space, set_delay, wait_until
 
-TIMEOUT_MS = 45_000
-VIEWPORT = {"width": 1280, "height": 800}
+from aaos.agents.llm import fix_hint
+
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -28,19 +30,12 @@ def space_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        yield chromium
-        chromium.close()
+    yield from chromium()
 
 
-def open_space(browser: Browser, url: str) -> Page:
-    """A new browser context (a new Gradio session) with the Space loaded and its first episode shown."""
-    page = browser.new_context(viewport=VIEWPORT).new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    page.goto(url)
-    expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^0 / \d+$"))
+def open_space(browser: Browser, url: str, viewport: ViewportSize = VIEWPORT) -> Page:
+    """The Space in a new browser context, with the organisation's six role cards shown."""
+    page = open_page(browser, url, viewport)
     expect(page.locator("#aaos-role-cards .aaos-card")).to_have_count(6)
     return page
 
@@ -50,13 +45,6 @@ def page(browser: Browser, space_url: str) -> Iterator[Page]:
     page = open_space(browser, space_url)
     yield page
     page.context.close()
-
-
-def pick(page: Page, elem_id: str, option: str) -> None:
-    """Choose an option of a Gradio dropdown by its shown label."""
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).click()
-    expect(page.locator(f"#{elem_id} input")).to_have_value(option)
 
 
 def step_count(page: Page) -> int:
@@ -71,11 +59,10 @@ def card(page: Page, role: str) -> Locator:
     return page.locator(f'#aaos-role-cards .aaos-card[data-role="{role}"]')
 
 
-def set_delay(page: Page, seconds: float) -> None:
-    box = page.locator("#aaos-delay input[type=number]")
-    box.fill(str(seconds))
-    box.press("Enter")
-    expect(box).to_have_value(str(seconds))
+def type_seed(page: Page, seed: str) -> None:
+    """Type a seed without starting it, once the server has seen it (it says the episode shown is another)."""
+    page.locator("#aaos-seed input").fill(seed)
+    expect(page.locator("#aaos-message")).to_contain_text(f"Seed {seed} is selected")
 
 
 def type_raw(page: Page, text: str) -> None:
@@ -100,7 +87,7 @@ def test_the_page_loads_with_header_controls_and_six_role_cards(page: Page) -> N
 def test_reset_a_holdout_scenario_then_queue_as_the_engineer_and_step(page: Page) -> None:
     pick(page, "aaos-task", "Crisis management (medium, 30 steps)")
     pick(page, "aaos-scenario", "A vendor outage cascades through dependent services (holdout)")
-    page.locator("#aaos-seed input").fill("10003")
+    type_seed(page, "10003")
     page.locator("#aaos-reset").click()
     status = page.locator("#aaos-status")
     expect(status).to_contain_text("vendor_outage_cascade")
@@ -178,9 +165,8 @@ def test_two_browser_contexts_keep_separate_simulations(browser: Browser, space_
 
 
 def test_an_agent_run_streams_to_a_final_score(page: Page) -> None:
-    pick(page, "aaos-task", "Crisis management (medium, 30 steps)")
-    page.locator("#aaos-reset").click()
-    expect(page.locator("#aaos-status")).to_contain_text("Crisis management")
+    pick(page, "aaos-task", "Crisis management (medium, 30 steps)")  # starts its episode
+    expect(page.locator("#aaos-stat-step")).to_have_text("0 / 30")
     set_delay(page, 0.1)
     page.locator("#aaos-run").click()
     expect(page.locator("#aaos-stat-state")).to_contain_text("done", timeout=90_000)
@@ -243,8 +229,10 @@ def test_a_model_run_shows_its_calls_and_keeps_the_token_out_of_the_page(page: P
 def test_the_benchmark_tab_ranks_the_champion_above_random(page: Page) -> None:
     page.get_by_role("tab", name="Benchmark").click()
     episodes = page.locator("#aaos-bench-episodes input")
+    episodes.fill("3")
+    expect(page.locator("#aaos-bench-plan")).to_contain_text("will play 60 episodes")
     episodes.fill("1")
-    episodes.press("Tab")
+    expect(page.locator("#aaos-bench-plan")).to_contain_text("will play 20 episodes")  # what the server received
     page.locator("#aaos-bench-run").click()
     status = page.locator("#aaos-bench-status")
     expect(status).to_contain_text("Done: 20 episodes", timeout=90_000)
@@ -290,3 +278,133 @@ def test_another_environment_plays_through_the_same_page_drawn_by_its_kit(page: 
     expect_step(page, 0)
     assert "Traceback" not in page.content()
     assert "Traceback" not in (ARTIFACTS / "ui_server.log").read_text(encoding="utf-8")  # no event failed
+
+
+def test_an_unreachable_model_is_said_as_a_warning_and_stops_the_run(page: Page) -> None:
+    token = "hf_" + "Cl0s" * 8
+    pick(page, "aaos-policy", "OpenAI-compatible model")
+    page.locator("#aaos-model-name textarea").fill("fake-model")
+    page.locator("#aaos-base-url textarea").fill(f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    page.locator("#aaos-token input").fill(token)
+    page.locator("#aaos-run").click()
+    warning = page.locator("#aaos-message .aaos-message-warn")
+    expect(warning).to_contain_text("fake-model failed: it decided none of the 6 actions of step 1")
+    expect(warning).to_contain_text("APIConnectionError")
+    expect(warning).to_contain_text(fix_hint("APIConnectionError"))
+    expect(page.locator("#aaos-usage")).to_contain_text("6 of 6 actions")
+    expect_step(page, 0)  # the run stopped without playing the champion's fallback as the model's step
+    expect(page.locator("#aaos-stat-state")).to_contain_text("running")
+    assert token not in page.content()
+
+
+def test_a_new_task_scenario_or_seed_is_the_episode_played(page: Page) -> None:
+    status = page.locator("#aaos-status")
+    pick(page, "aaos-task", "Organisation simulation (easy, 20 steps)")
+    expect(page.locator("#aaos-stat-step")).to_have_text("0 / 20")
+    page.locator("#aaos-step").click()
+    expect_step(page, 1)
+    pick(page, "aaos-scenario", "Model quality decays while dashboards look green (train)")
+    expect(status).to_contain_text("Model quality decays while dashboards look green")
+    expect_step(page, 0)
+    expect(page.locator("#aaos-scenario-help")).to_contain_text("only the data analyst")
+    type_seed(page, "12")
+    expect(page.locator("#aaos-message .aaos-message-warn")).to_contain_text("the episode shown has seed 0")
+    expect(status).to_contain_text("seed 0 (train variant)")
+    page.locator("#aaos-seed input").press("Enter")
+    expect(status).to_contain_text("silent_data_drift · Organisation simulation · seed 12 (train variant)")
+    page.locator("#aaos-step").click()
+    expect(page.locator("#aaos-message")).to_contain_text("Step 1: reward")
+
+
+@pytest.mark.parametrize(("seed", "shown"), [("-3", "-3"), ("2.5", "2.5")])
+def test_a_bad_seed_gets_the_spaces_message_and_no_popup(page: Page, seed: str, shown: str) -> None:
+    box = page.locator("#aaos-seed input")
+    box.fill(seed)
+    message = page.locator("#aaos-message .aaos-message-error")
+    expect(message).to_contain_text(f"The seed must be a whole number, 0 or more (got {shown})")
+    box.press("Enter")
+    expect(message).to_contain_text(f"(got {shown})")
+    page.locator("#aaos-reset").click()
+    expect(message).to_contain_text(f"(got {shown})")
+    expect(box).to_have_value(seed)  # the box keeps what was typed; nothing was rounded
+    expect(page.locator("#aaos-status")).to_contain_text("seed 0 (train variant)")
+    expect(page.locator(".toast-body")).to_have_count(0)  # no Gradio popup
+    assert "Traceback" not in (ARTIFACTS / "ui_server.log").read_text(encoding="utf-8")
+
+
+def test_step_from_any_tab_and_step_numbers_agree_everywhere(page: Page) -> None:
+    page.locator("#aaos-others label", has_text="Follow the champion").click()
+    page.get_by_role("tab", name="Logs").click()
+    page.locator("#aaos-step").click()
+    expect_step(page, 1)
+    page.locator("#aaos-step").click()
+    expect_step(page, 2)
+    expect(page.locator("#aaos-message")).to_contain_text("Step 2: reward")
+    first_row = page.locator("#aaos-actions tbody tr").first
+    expect(first_row.locator("td").first).to_have_text("2")
+    page.get_by_role("tab", name="World").click()
+    expect(page.locator("#aaos-timeline .aaos-tl-step").first).to_have_text("step 2")
+
+
+def test_raw_json_keeps_the_action_picker_and_lists_the_fields_valid_values(page: Page) -> None:
+    pick(page, "aaos-role", "Product manager")
+    pick(page, "aaos-action", "delegate_task")
+    page.locator("#aaos-raw-toggle input").check()
+    expect(page.locator("#aaos-raw .cm-content")).to_contain_text('"delegate_task"')
+    expect(page.locator("#aaos-action")).to_be_visible()
+    help_box = page.locator("#aaos-action-help")
+    expect(help_box).to_contain_text("task_id: one of task_")
+    expect(help_box).to_contain_text("to: one of ")
+    pick(page, "aaos-action", "propose_plan")
+    expect(page.locator("#aaos-raw .cm-content")).to_contain_text('"propose_plan"')
+    expect(help_box).to_contain_text("plan: free text")
+
+
+def boxes(page: Page, selector: str) -> list[dict[str, float]]:
+    return page.locator(selector).evaluate_all(
+        "es => es.map(e => { const b = e.getBoundingClientRect(); "
+        "return {x: b.x, y: b.y, right: b.right, bottom: b.bottom, width: b.width, height: b.height}; })")
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["x"] < b["right"] and b["x"] < a["right"] and a["y"] < b["bottom"] and b["y"] < a["bottom"]
+
+
+def test_on_a_phone_play_comes_first_and_nothing_overlaps(browser: Browser, space_url: str) -> None:
+    page = open_space(browser, space_url, PHONE)
+    try:
+        header = boxes(page, "#aaos-header")[0]
+        fold = header["bottom"] + PHONE["height"]  # the first screen after the header
+        for control in ("#aaos-step", "#aaos-role", "#aaos-action"):
+            assert boxes(page, control)[0]["bottom"] <= fold, control
+        assert boxes(page, "#aaos-sidebar")[0]["y"] > boxes(page, "#aaos-cards")[0]["y"]  # settings after Play
+        stats = boxes(page, "#aaos-status .aaos-stat")
+        assert len(stats) == 5 and all(s["right"] <= PHONE["width"] for s in stats)
+        assert not any(overlap(a, b) for i, a in enumerate(stats) for b in stats[i + 1:])
+        for name in ("Play", "World", "Reward", "Logs", "Benchmark"):  # none hides behind the overflow menu
+            expect(page.get_by_role("tab", name=name)).to_be_visible()
+        page.get_by_role("tab", name="Reward").click()
+        expect(page.locator("#aaos-reward-plot canvas, #aaos-reward-plot svg").first).to_be_visible()
+        assert boxes(page, "#aaos-reward-plot")[0]["height"] >= 200
+        page.get_by_role("tab", name="Logs").click()
+        headers = boxes(page, "#aaos-actions thead th")
+        assert headers and min(h["width"] for h in headers) >= 40  # no header wraps letter by letter
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.get_by_role("tab", name="Play").click()
+        page.screenshot(path=str(ARTIFACTS / "ui_phone.png"))
+    finally:
+        page.context.close()
+
+
+def test_a_wide_screen_uses_its_width(browser: Browser, space_url: str) -> None:
+    page = open_space(browser, space_url, {"width": 1920, "height": 1080})
+    try:
+        assert boxes(page, "#aaos-content")[0]["right"] >= 1850
+        cards = boxes(page, "#aaos-role-cards .aaos-card")
+        assert min(c["width"] for c in cards) >= 400
+        arrow, text = boxes(page, "#aaos-scenario .icon-wrap")[0], page.locator("#aaos-scenario input")
+        text_end = text.evaluate("e => e.getBoundingClientRect().right - parseFloat(getComputedStyle(e).paddingRight)")
+        assert text_end <= arrow["x"]  # a long choice's text ends before the dropdown arrow
+        page.screenshot(path=str(ARTIFACTS / "ui_wide.png"))
+    finally:
+        page.context.close()

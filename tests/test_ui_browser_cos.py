@@ -9,11 +9,10 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
-from ui_fixtures import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_space
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, chromium, open_page, pick, running_space, set_delay
 
-TIMEOUT_MS = 45_000
-VIEWPORT = {"width": 1280, "height": 1000}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 1000}
 ROLE = "chief_of_staff"
 STEPS = 40
 
@@ -25,28 +24,14 @@ def space_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        yield chromium
-        chromium.close()
+    yield from chromium()
 
 
 @pytest.fixture
 def page(browser: Browser, space_url: str) -> Iterator[Page]:
-    page = browser.new_context(viewport=VIEWPORT).new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    page.goto(space_url)
-    expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^0 / \d+$"))
+    page = open_page(browser, space_url, VIEWPORT)
     yield page
     page.context.close()
-
-
-def pick(page: Page, elem_id: str, option: str) -> None:
-    """Choose an option of a Gradio dropdown by its shown label."""
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).click()
-    expect(page.locator(f"#{elem_id} input")).to_have_value(option)
 
 
 def card(page: Page) -> Locator:
@@ -69,7 +54,6 @@ def test_play_by_hand_then_the_champion_finishes_and_the_rubric_shows(page: Page
     pick(page, "aaos-env", "Chief of Staff Arena")
     expect(page.locator("#aaos-role-cards .aaos-card")).to_have_count(1)
     pick(page, "aaos-task", "Drifting priorities (medium, 40 steps)")
-    page.locator("#aaos-reset").click()
     expect(page.locator("#aaos-stat-step")).to_have_text(f"0 / {STEPS}")
     chief = card(page)
     calendar = chief.locator("table.aaos-calendar")
@@ -94,9 +78,7 @@ def test_play_by_hand_then_the_champion_finishes_and_the_rubric_shows(page: Page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_cos_play.png"), full_page=True)
 
-    box = page.locator("#aaos-delay input[type=number]")
-    box.fill("0.05")
-    box.press("Enter")
+    set_delay(page, 0.05)
     page.locator("#aaos-run").click()
     expect(page.locator("#aaos-stat-state")).to_contain_text("done", timeout=120_000)
     expect(page.locator("#aaos-message")).to_contain_text("Episode over, final score")

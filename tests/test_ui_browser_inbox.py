@@ -9,11 +9,10 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
-from ui_fixtures import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_space
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, chromium, open_page, pick, running_space, set_delay
 
-TIMEOUT_MS = 45_000
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 ROLE = "triage_agent"
 
 
@@ -24,28 +23,14 @@ def space_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        yield chromium
-        chromium.close()
+    yield from chromium()
 
 
 @pytest.fixture
 def page(browser: Browser, space_url: str) -> Iterator[Page]:
-    page = browser.new_context(viewport=VIEWPORT).new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    page.goto(space_url)
-    expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^0 / \d+$"))
+    page = open_page(browser, space_url, VIEWPORT)
     yield page
     page.context.close()
-
-
-def pick(page: Page, elem_id: str, option: str) -> None:
-    """Choose an option of a Gradio dropdown by its shown label."""
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).click()
-    expect(page.locator(f"#{elem_id} input")).to_have_value(option)
 
 
 def card(page: Page) -> Locator:
@@ -69,8 +54,7 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     expect(page.locator("#aaos-role-cards .aaos-card")).to_have_count(1)
     expect(page.locator("#aaos-header .aaos-env-about")).to_contain_text("Support Inbox")
     pick(page, "aaos-task", "Basic inbox (easy, 50 steps)")
-    page.locator("#aaos-reset").click()
-    expect(page.locator("#aaos-status")).to_contain_text("saas_helpdesk · Easy · seed 0")
+    expect(page.locator("#aaos-status")).to_contain_text("saas_helpdesk · Basic inbox · seed 0")
     expect(page.locator("#aaos-stat-step")).to_have_text("0 / 50")
     expect(page.locator("#aaos-role input")).to_have_value("Triage agent")
     inbox = card(page)
@@ -106,9 +90,7 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     expect(page.locator("#aaos-world")).to_contain_text("Key accounts")
     page.get_by_role("tab", name="Play").click()
 
-    box = page.locator("#aaos-delay input[type=number]")
-    box.fill("0.1")
-    box.press("Enter")
+    set_delay(page, 0.1)
     page.locator("#aaos-run").click()
     expect(page.locator("#aaos-stat-state")).to_contain_text("done", timeout=90_000)
     expect(page.locator("#aaos-message")).to_contain_text("Episode over, final score")

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 import pytest
 from helpers import registered
-from ui_fixtures import assert_no_reprs, fingerprint, queue_form, queue_raw, reset, step
+from ui_fixtures import assert_no_reprs, fingerprint, html_table, queue_form, queue_raw, reset, step
 
 import aaos
 from aaos.core import html
@@ -22,7 +22,7 @@ from aaos.core.trajectory import TRAJECTORY_VERSION
 from aaos.envs.org.render import metric_text
 from aaos.ui import benchmark_tab, charts, formatting, forms, layout, play, wiring
 from aaos.ui.layout import build_blocks
-from aaos.ui.session import SessionClosed
+from aaos.ui.session import SessionClosed, champion_score
 
 QUERY = '{"action_type": "query_metrics", "payload": {"metric": "latency"}}'
 
@@ -334,7 +334,7 @@ def test_raw_toggle_carries_the_form_values_into_the_json() -> None:
     out = play.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
     assert out["raw_json"]["visible"] and json.loads(out["raw_json"]["value"]) == {
         "action_type": "delegate_task", "payload": {"task_id": "task_launch_plan", "to": "product_manager"}}
-    assert not any(update["visible"] for name, update in out.items() if name != "raw_json")
+    assert not any(update["visible"] for name, update in out.items() if name not in ("raw_json", "action_help"))
     out = play.toggle_raw(session, "product_manager", "delegate_task", False, *slots)
     assert not out["raw_json"]["visible"] and out["choice_0"]["visible"] and out["choice_1"]["visible"]
 
@@ -379,7 +379,7 @@ def test_the_timeline_shows_the_newest_entries_first_and_says_when_it_is_cut() -
     timeline = formatting.timeline(session.observation, session.records)
     steps = [int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', timeline)]
     assert len(steps) == formatting.TIMELINE_LIMIT and steps == sorted(steps, reverse=True)
-    assert steps[0] == session.step_count - 1 and "Older entries are in the action log" in timeline
+    assert steps[0] == session.step_count and "Older entries are in the action log" in timeline  # as the status bar
     assert "Nothing has happened yet" in formatting.timeline({}, [])
 
 
@@ -422,7 +422,9 @@ def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: s
     assert "1 / 12" in out["status"] and parcel in out["cards"]
     for out in play.run_agent(None, session, "heuristic", 0, "packer", None, False):
         assert_no_reprs(out)
-    assert session.done and not out["report"]["visible"]  # the toy has no report
+    report = out["report"]["value"]  # the toy's kit has no report: only the verdict
+    assert session.done and 'id="aaos-verdict"' in report and 'id="aaos-report"' not in report
+    assert "Level with the champion" in report  # the champion played it
 
 
 def test_the_end_of_episode_report_shows_once_the_episode_is_over() -> None:
@@ -433,3 +435,95 @@ def test_the_end_of_episode_report_shows_once_the_episode_is_over() -> None:
     report = outputs[-1]["report"]
     assert report["visible"] and "Episode score" in report["value"] and "Tasks delivered" in report["value"]
     assert not reset(session)["report"]["visible"]
+
+
+def test_a_holdout_only_scenario_is_labelled_a_holdout_variant_whatever_the_seed() -> None:
+    out = reset(task="org_simulation", scenario="vendor_outage_cascade", seed=0)
+    assert "seed 0 (holdout variant)" in out["status"]
+    assert "seed 3 (train variant)" in reset(out["session"], task="org_simulation", seed=3)["status"]
+
+
+def test_the_sidebar_describes_the_scenario_and_the_status_bar_names_it_whole() -> None:
+    out = reset(scenario="silent_data_drift")
+    info = next(s for s in aaos.spec("org").scenarios if s.id == "silent_data_drift")
+    assert info.description and formatting.esc(info.description) in out["scenario_help"]
+    assert formatting.esc(info.title) in out["status"]
+    assert info.title in message_of(out) and "Full episode on" in message_of(out)  # names as the sidebar does
+
+
+def test_the_reward_tab_explains_every_component_from_the_spec() -> None:
+    out = reset()
+    table = html_table(out["reward_help"])
+    spec = aaos.spec("org")
+    assert [row["Component"] for row in table] == [html.humanize(c.name) for c in spec.reward_components]
+    assert [row["What it measures"] for row in table] == [c.description for c in spec.reward_components]
+    assert [row["Weight"] for row in table] == [f"{100 * c.weight:.0f} %" for c in spec.reward_components]
+
+
+@pytest.mark.parametrize(("policy", "verdict"), [("heuristic", "Level with the champion"),
+                                                 ("random", "below the champion")])
+def test_the_report_judges_the_score_against_the_champion_on_the_same_seed(policy: str, verdict: str) -> None:
+    session = reset(task="org_simulation", seed=4)["session"]
+    outputs = list(play.run_agent(None, session, policy, 0, "engineer", None, False))
+    report = outputs[-1]["report"]["value"]
+    assert verdict in report and f"scores {champion_score(session.meta):.3f}" in report
+    violations = [v["rule"] for record in session.records for v in record["oversight_events"]]
+    for rule in set(violations):
+        assert f"<code>{rule}</code>" in report
+    assert ("No oversight violations" in report) == (not violations)
+    left_open = aaos.kit_of("org").rendering.attention(session.observation)
+    assert "Left needing attention" in report and (left_open or "Nothing was left needing attention") in report
+    assert outputs[-1]["attention"] == ""  # in the report now, not twice
+
+
+def test_step_numbers_agree_between_status_message_logs_and_timeline() -> None:
+    session = reset()["session"]
+    step(session, "champion")
+    out = step(session, "champion")
+    assert "2 / 50" in out["status"] and "Step 2:" in message_of(out)
+    assert set(out["actions"]["Step"]) == {1, 2} and out["actions"]["Step"].iloc[0] == 2  # newest first
+    steps = {int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', out["timeline"])}
+    assert max(steps) == 2 and steps <= {0, 1, 2}  # 0: scenario events known at the start
+
+
+def test_a_step_reports_actions_that_applied_but_did_nothing() -> None:
+    session = reset()["session"]
+    plan = {"addresses": "none", "plan": "ship the backend first"}
+    queue_form(session, "product_manager", "propose_plan", **plan)
+    assert "aaos-message-ok" in message_of(step(session))
+    queue_form(session, "product_manager", "propose_plan", **plan)
+    out = step(session)
+    assert session.records[-1]["action_results"]["product_manager"]["status"] == "no_effect"
+    assert "aaos-message-warn" in message_of(out)
+    assert "Did nothing: Product manager: your plan plan_" in message_of(out) and "is still open" in message_of(out)
+
+
+@pytest.mark.parametrize(("seed", "expected"), [(-3, "(got -3)"), (2.5, "(got 2.5)"), (None, "(got nothing)")])
+def test_a_seed_being_typed_is_checked_with_the_spaces_message(seed: float | None, expected: str) -> None:
+    session = reset()["session"]
+    before = fingerprint(session)
+    out = play.choose_seed(session, seed)
+    assert "aaos-message-error" in message_of(out) and expected in message_of(out)
+    assert fingerprint(session) == before and session.meta.seed == 0
+
+
+def test_a_new_seed_says_it_is_not_the_episode_shown_until_it_starts() -> None:
+    session = reset()["session"]
+    out = play.choose_seed(session, 7)
+    assert "aaos-message-warn" in message_of(out)
+    assert "Seed 7 is selected but the episode shown has seed 0" in message_of(out)
+    assert "Seed 0 is the episode shown" in message_of(play.choose_seed(session, 0))
+    assert session.meta.seed == 0
+
+
+def test_raw_json_lists_each_fields_valid_values_in_the_help() -> None:
+    session = reset()["session"]
+    form = play.choose_action(None, session, "product_manager", "delegate_task", True)
+    help_html = form["action_help"]
+    tasks = session.env.legal_actions("product_manager")["delegate_task"]["task_id"]
+    assert "<code>task_id</code>: one of " + ", ".join(tasks[:formatting.CHOICES_SHOWN]) in help_html
+    assert "<code>to</code>: one of " in help_html
+    assert "<code>" not in play.choose_action(None, session, "product_manager", "delegate_task", False)["action_help"]
+    slots = [None] * play.SLOTS + [""] * play.SLOTS
+    toggled = play.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
+    assert toggled["action_help"] == help_html

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import plotly.graph_objects as go
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from aaos.core.trajectory import state_hash
 from aaos.ui import benchmark_tab, play
@@ -160,3 +161,59 @@ def running_space(log: Path, timeout: float = 90, **variables: str) -> Iterator[
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+# Browser tests ---------------------------------------------------------------------------------------------------
+
+TIMEOUT_MS = 45_000
+
+
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium under Playwright, for a module's `browser` fixture."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        yield browser
+        browser.close()
+
+
+def open_page(browser: Browser, url: str, viewport: ViewportSize) -> Page:
+    """A new browser context (a new Gradio session) with the Space loaded and its first episode shown."""
+    page = browser.new_context(viewport=viewport).new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    page.goto(url)
+    expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^0 / \d+$"))
+    return page
+
+
+def _shown_title(label: str) -> str:
+    """A task's or scenario's title from its dropdown label ("Title (medium, 30 steps)", "Title (holdout)")."""
+    return label.rsplit(" (", 1)[0]
+
+
+SERVER_ANSWERS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "aaos-role": ("#aaos-action-help", lambda label: f"({label})"),
+    "aaos-action": ("#aaos-action-help", lambda label: f"{label} ("),
+    "aaos-task": ("#aaos-status", _shown_title),
+    "aaos-scenario": ("#aaos-status", _shown_title),
+}
+"""For the dropdowns whose choice the server answers: where its answer shows, and the text that says it came."""
+
+
+def pick(page: Page, elem_id: str, option: str) -> None:
+    """Choose an option of a Gradio dropdown by its shown label; for a choice the server answers (the role, the
+    action, the task, the scenario), wait for that answer, so that the next event starts from what it set."""
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+    expect(page.locator(f"#{elem_id} input")).to_have_value(option)
+    if elem_id in SERVER_ANSWERS:
+        where, text = SERVER_ANSWERS[elem_id]
+        expect(page.locator(where)).to_contain_text(text(option))
+
+
+def set_delay(page: Page, seconds: float) -> None:
+    """Set the seconds between an agent run's steps."""
+    box = page.locator("#aaos-delay input[type=number]")
+    box.fill(str(seconds))
+    box.press("Enter")
+    expect(box).to_have_value(str(seconds))

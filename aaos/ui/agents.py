@@ -12,7 +12,7 @@ from typing import Any
 
 from aaos.agents import local_model
 from aaos.agents.base import Policy
-from aaos.agents.llm import TIERS, LLMConfig, Mode
+from aaos.agents.llm import LLMConfig, Mode, fallbacks, fix_hint, stats_delta
 from aaos.bench.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_policy
 from aaos.ui import prose
 
@@ -89,7 +89,33 @@ class ModelUsage:
 
 def usage(config: LLMConfig, before: dict[str, Any], after: dict[str, Any], step_s: float) -> ModelUsage:
     """The usage after a step, from the policy's accounting before and after it."""
-    counted = ("calls", "failed_calls", "http_retries", "repairs", "prompt_tokens", "completion_tokens", "latency_s")
-    step: dict[str, Any] = {key: after[key] - before[key] for key in counted}
-    step["decisions"] = {tier: after["decisions"][tier] - before["decisions"][tier] for tier in TIERS}
-    return ModelUsage(config.model, config.mode, after, step, step_s)
+    return ModelUsage(config.model, config.mode, after, stats_delta(before, after), step_s)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A model step in which some actions fell back (to the secondary model or the champion): how many of how many,
+    the last error ("ErrorType: message", the token never in it) and a one-line fix for its class."""
+
+    fell_back: int
+    actions: int
+    error: str
+    hint: str
+
+    @property
+    def total(self) -> bool:
+        """The model decided no action of the step."""
+        return self.fell_back == self.actions
+
+
+def step_failure(usage: ModelUsage, token: str = "") -> Failure | None:
+    """What failed in the step `usage` accounts for, or None if the model decided every action."""
+    decided = usage.step["decisions"]
+    actions, fell_back = sum(decided.values()), fallbacks(decided)
+    if not fell_back:
+        return None
+    error = str(usage.total.get("last_error") or "no answer")
+    error = error.removeprefix(f"{usage.model}: ").rstrip(". ")
+    if token:
+        error = error.replace(token, "[token]")
+    return Failure(fell_back, actions, error, fix_hint(usage.total.get("last_error_type")))

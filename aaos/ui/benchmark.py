@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import aaos
 from aaos.agents.llm import LLMConfig, Mode
 from aaos.bench.policies import BASELINES, PolicySpec, baseline
 from aaos.bench.report import GateResult, gate, leaderboard, write_reports
@@ -70,10 +69,6 @@ def display_name(name: str) -> str:
     return NAMES.get(name) or name.removeprefix("llm:")
 
 
-def scenario_choices(env: str) -> list[tuple[str, str]]:
-    return [(f"{s['id'].replace('_', ' ').capitalize()} ({s['split']})", s["id"]) for s in aaos.list_scenarios(env=env)]
-
-
 @dataclass(frozen=True)
 class Plan:
     """What to run: policy keys (see POLICIES), tasks, scenarios, seed splits, episodes per split and concurrency.
@@ -122,7 +117,7 @@ def _whole(value: float | None, low: int, high: int) -> int | None:
 
 
 def _problem(policies: list[str], tasks: list[str], scenarios: list[str], splits: list[str], episodes: int | None,
-             concurrency: int | None, endpoint: LLMConfig | str | None) -> str | None:
+             concurrency: int | None, endpoint: LLMConfig | str | None, need_endpoint: bool = True) -> str | None:
     if not policies:
         return "Tick at least one policy to benchmark."
     if not tasks:
@@ -137,7 +132,7 @@ def _problem(policies: list[str], tasks: list[str], scenarios: list[str], splits
         return f"Concurrency must be a whole number from 1 to {MAX_CONCURRENCY}."
     if "local" in policies and agents.local_problem():
         return agents.local_problem()
-    if "openai" in policies and not isinstance(endpoint, LLMConfig):
+    if need_endpoint and "openai" in policies and not isinstance(endpoint, LLMConfig):
         return endpoint or "Set the OpenAI-compatible model under Model settings."
     return None
 
@@ -157,8 +152,23 @@ def make_plan(env: str, policies: list[str], tasks: list[str], scenarios: list[s
                 "joint" if mode == "joint" else "per_role",
                 endpoint if isinstance(endpoint, LLMConfig) and "openai" in policies else None)
     if not plan.jobs():
-        return "Nothing to run: holdout scenarios only have holdout seeds, so tick the holdout seeds too."
+        return prose.BENCH_NOTHING
     return plan
+
+
+def preview(env: str, policies: list[str], tasks: list[str], scenarios: list[str], splits: list[str],
+            episodes: float | None) -> tuple[str, str]:
+    """What Run benchmark will play with these settings (how many episodes), or what to fix, and its kind (info or
+    error); shown while the settings change, before any run (the model's settings are checked on Run)."""
+    count = _whole(episodes, 1, MAX_EPISODES)
+    problem = _problem(policies, tasks, scenarios, splits, count, 1, None, need_endpoint=False)
+    if problem is not None:
+        return problem, "error"
+    assert count is not None  # _problem said so
+    jobs = plan_jobs(policies, tasks, scenarios, count, [cast(Split, s) for s in splits], env)
+    if not jobs:
+        return prose.BENCH_NOTHING, "error"
+    return prose.BENCH_PLAN.format(episodes=len(jobs), count=count), "info"
 
 
 class BenchmarkRun:
@@ -251,12 +261,15 @@ class BenchmarkRun:
 
 def ranked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The leaderboard with the policies' display names and each row's `rank` within its environment version and
-    split (best first); rows of different environment or reward versions are never ranked together."""
+    split (best first); rows of different environment or reward versions are never ranked together, and a row
+    with `unranked` set (a model whose actions were mostly fallbacks) has rank None, after the ranked ones."""
     board, ranks = [], Counter[tuple[Any, ...]]()
     for row in sorted(leaderboard(rows), key=version_key):
         group = (*version_key(row), row["split"])
-        ranks[group] += 1
-        board.append({**row, "policy": display_name(row["policy"]), "rank": ranks[group]})
+        if not row.get("unranked"):
+            ranks[group] += 1
+        board.append({**row, "policy": display_name(row["policy"]),
+                      "rank": None if row.get("unranked") else ranks[group]})
     return board
 
 

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 import gradio as gr
 
-from aaos.core.html import humanize
 from aaos.ui import agents, benchmark, charts, formatting, play, prose
 from aaos.ui.benchmark import BenchmarkRun
 from aaos.ui.session import Session
@@ -24,14 +23,9 @@ BENCH_POLL_S = 0.5
 """How often a running benchmark's progress is shown."""
 
 
-def bench_choices(env_id: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The benchmark's (label, id) choices of an environment's tasks and scenarios."""
-    return play.episode_choices(env_id)[0], benchmark.scenario_choices(env_id)
-
-
 def build(ui: Ui, env_id: str) -> None:
     """The tab, inside the page's gr.Tabs."""
-    tasks, scenarios = bench_choices(env_id)
+    tasks, scenarios = play.episode_choices(env_id)
     installed = agents.local_problem() is None
     with gr.Tab("Benchmark", id="benchmark", elem_id="aaos-tab-benchmark"):
         with gr.Row(equal_height=False):
@@ -45,13 +39,15 @@ def build(ui: Ui, env_id: str) -> None:
         with gr.Row(equal_height=True):
             ui["bench_splits"] = gr.CheckboxGroup(list(benchmark.SPLITS), value=[v for _, v in benchmark.SPLITS],
                                                   label="Seeds", elem_id="aaos-bench-splits")
-            ui["bench_episodes"] = gr.Number(benchmark.DEFAULT_EPISODES, precision=0, label="Episodes per split",
+            # No rounding: make_plan refuses a fraction with a message rather than running another number.
+            ui["bench_episodes"] = gr.Number(benchmark.DEFAULT_EPISODES, label="Episodes per split",
                                              elem_id="aaos-bench-episodes")
             ui["bench_concurrency"] = gr.Slider(1, benchmark.MAX_CONCURRENCY, value=benchmark.DEFAULT_CONCURRENCY,
                                                 step=1, label="Concurrency", elem_id="aaos-bench-concurrency")
             ui["bench_candidate"] = gr.Dropdown(benchmark.candidate_choices(), value=benchmark.DEFAULT_CANDIDATE,
                                                 label="Gate candidate (vs the champion)",
                                                 elem_id="aaos-bench-candidate")
+        ui["bench_plan"] = gr.HTML(choose_env(env_id)["bench_plan"], elem_id="aaos-bench-plan")
         with gr.Row():
             ui["bench_run"] = gr.Button("Run benchmark", variant="primary", elem_id="aaos-bench-run")
             ui["bench_stop"] = gr.Button("Stop", variant="stop", elem_id="aaos-bench-stop")
@@ -71,17 +67,31 @@ def wire(ui: Ui) -> None:
     """Connect the tab's events (and the sidebar's environment choice) to their handlers."""
     settings = ("env", "bench_policies", "bench_tasks", "bench_scenarios", "bench_splits", "bench_episodes",
                 "bench_concurrency", "bench_candidate", "mode", "model_name", "base_url", "token")
-    ui.event(ui["env"].input, choose_env, ("env",), ("bench_tasks", "bench_scenarios"))
+    ui.event(ui["env"].input, choose_env, ("env",), ("bench_tasks", "bench_scenarios", "bench_plan"))
+    planned = ("env", "bench_policies", "bench_tasks", "bench_scenarios", "bench_splits", "bench_episodes")
+    for name in planned[1:]:  # what the server received, shown before Run benchmark
+        ui.event(ui[name].input, show_plan, planned, ("bench_plan",))
     ui.event(ui["bench_run"].click, run_benchmark, ("session", *settings), ("session", *RESULTS))
     ui.event(ui["bench_stop"].click, stop_benchmark, ("session",), ("bench_status",))
     ui.event(ui["bench_candidate"].input, choose_candidate, ("session", "bench_candidate"), ("gate",))
 
 
 def choose_env(env_id: str) -> Outputs:
-    """An environment was picked: its tasks and scenarios, the first task and every scenario ticked."""
-    tasks, scenarios = bench_choices(env_id)
+    """An environment was picked: its tasks and scenarios, the first task and every scenario ticked, and what a
+    run would play. Outputs: bench_tasks, bench_scenarios, bench_plan."""
+    tasks, scenarios = play.episode_choices(env_id)
+    ticked = [value for _, value in scenarios]
+    plan = benchmark.preview(env_id, list(benchmark.DEFAULT_POLICIES), [tasks[0][1]], ticked,
+                             [v for _, v in benchmark.SPLITS], benchmark.DEFAULT_EPISODES)
     return {"bench_tasks": gr.update(choices=tasks, value=[tasks[0][1]]),
-            "bench_scenarios": gr.update(choices=scenarios, value=[value for _, value in scenarios])}
+            "bench_scenarios": gr.update(choices=scenarios, value=ticked), "bench_plan": formatting.note(*plan)}
+
+
+def show_plan(env_id: str, policies: list[str] | None, tasks: list[str] | None, scenarios: list[str] | None,
+              splits: list[str] | None, episodes: float | None) -> Outputs:
+    """A setting changed: how many episodes Run benchmark will play, or what to fix. Outputs: bench_plan."""
+    plan = benchmark.preview(env_id, policies or [], tasks or [], scenarios or [], splits or [], episodes)
+    return {"bench_plan": formatting.note(*plan)}
 
 
 def _progress(run: BenchmarkRun) -> str:
@@ -95,8 +105,9 @@ def _progress(run: BenchmarkRun) -> str:
     else:
         last = run.last
         score = f"score {last['score']:.3f}" if last.get("error") is None else "failed"
-        body = (f"Running… {elapsed}. Latest: {benchmark.display_name(last['policy'])} on "
-                f"{humanize(last['task'])}, {last['scenario']}, seed {last['seed']}: {score}.")
+        body = (f"Running… {elapsed}. Latest: {benchmark.display_name(last['policy'])}, "
+                f"{formatting.episode_name(run.plan.env, last['task'], last['scenario'])}, seed {last['seed']}: "
+                f"{score}.")
     return formatting.bench_status(run.finished, run.total, body)
 
 
@@ -111,8 +122,8 @@ def _summary(run: BenchmarkRun) -> str:
         body, kind = f"Done: {episodes} episodes in {run.elapsed_s:.1f} s. Download the results on the right.", "ok"
     if run.failures:
         first = run.failures[0]
-        body += (f" {len(run.failures)} episode(s) failed, the first ({benchmark.display_name(first['policy'])} on "
-                 f"{first['task']}, {first['scenario']}) with: {first['error']}")
+        body += (f" {len(run.failures)} episode(s) failed, the first ({benchmark.display_name(first['policy'])}, "
+                 f"{formatting.episode_name(run.plan.env, first['task'], first['scenario'])}) with: {first['error']}")
         kind = "error"
     return formatting.bench_status(run.finished, run.total, body, kind)
 

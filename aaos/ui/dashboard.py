@@ -10,7 +10,7 @@ from aaos.ui import charts, formatting
 from aaos.ui.session import Session
 from aaos.ui.wiring import Outputs, Ui
 
-OUTPUTS: tuple[str, ...] = ("world", "timeline", "reward_plot", "delivery_plot", "oversight", "actions")
+OUTPUTS: tuple[str, ...] = ("world", "timeline", "reward_help", "reward_plot", "delivery_plot", "oversight", "actions")
 """The components `render` fills."""
 
 
@@ -27,6 +27,7 @@ def build(ui: Ui) -> None:
             _title("Event timeline")
             ui["timeline"] = gr.HTML(elem_id="aaos-timeline-box")
     with gr.Tab("Reward", id="reward", elem_id="aaos-tab-reward"):
+        ui["reward_help"] = gr.HTML(elem_id="aaos-reward-help")
         ui["reward_plot"] = gr.LinePlot(x="step", y="value", color="series", y_lim=[0, 1], height=300,
                                         title="Reward components and composite score", x_title="Step",
                                         y_title="Value", color_title="Component", elem_id="aaos-reward-plot")
@@ -37,7 +38,7 @@ def build(ui: Ui) -> None:
     with gr.Tab("Logs", id="logs", elem_id="aaos-tab-logs"):
         ui["oversight"] = gr.Dataframe(headers=list(formatting.OVERSIGHT_COLUMNS), label="Oversight log",
                                        interactive=False, wrap=True, max_height=260, elem_id="aaos-oversight",
-                                       column_widths=["8%", "16%", "22%", "10%", "10%", "34%"])
+                                       column_widths=["6%", "14%", "20%", "10%", "10%", "40%"])
         ui["actions"] = gr.Dataframe(headers=list(formatting.ACTION_COLUMNS), interactive=False, wrap=True,
                                      label="Action log (newest first, no-ops left out)", max_height=420,
                                      show_search="search", elem_id="aaos-actions",
@@ -48,13 +49,13 @@ def render(session: Session) -> Outputs:
     """The three tabs for the session's episode; the world panel is the environment kit's."""
     observation = session.observation
     records = session.records
-    action_results = [r for record in records for r in record["action_results"].values()]
     horizon = [0, observation["max_steps"]]  # charts span the whole episode
     return {
         "world": aaos.kit_of(session.meta.env).rendering.world(observation),
         "timeline": formatting.timeline(observation, records),
+        "reward_help": formatting.reward_help(session.env.spec),
         "reward_plot": gr.update(value=charts.component_frame(session.initial_scores, records), x_lim=horizon),
         "delivery_plot": gr.update(value=charts.delivery_frame(records), x_lim=horizon),
         "oversight": formatting.oversight_frame(records),
-        "actions": formatting.action_frame(action_results),
+        "actions": formatting.action_frame(records),
     }

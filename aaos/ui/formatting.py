@@ -14,16 +14,24 @@ from typing import Any
 
 import pandas as pd
 
+import aaos
+from aaos.agents.llm import fallbacks
 from aaos.bench.report import GATE_MARGIN, GateResult
 from aaos.core.html import action_text, esc, humanize, items, payload_text, pill, text
 from aaos.core.seeding import seed_split
+from aaos.core.spec import EnvSpec, ScenarioInfo, Split
 from aaos.core.trajectory import EpisodeMeta
 from aaos.ui import prose
 from aaos.ui.agents import ModelUsage
+from aaos.ui.forms import Field, choice_label
 
 OVERSIGHT_COLUMNS: tuple[str, ...] = ("Step", "Role", "Rule", "Severity", "Penalty", "Detail")
 ACTION_COLUMNS: tuple[str, ...] = ("Step", "Role", "Action", "Payload", "Status", "Message")
 QUEUE_COLUMNS: tuple[str, ...] = ("Role", "Action", "Payload")
+VERDICT_TIE = 0.005
+"""Scores closer than this to the champion's are level with it."""
+CHOICES_SHOWN = 12
+"""How many of a payload field's current choices the raw-JSON help lists."""
 TIMELINE_LIMIT = 60
 """How many timeline entries are shown (newest first)."""
 
@@ -32,9 +40,39 @@ def score_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def status_bar(meta: EpisodeMeta, observation: Mapping[str, Any], score: float | None,
+def _scenario(spec: EnvSpec, scenario_id: str) -> ScenarioInfo | None:
+    return next((s for s in spec.scenarios if s.id == scenario_id), None)
+
+
+def episode_name(env_id: str, task: str, scenario: str) -> str:
+    """A task and scenario as every tab and message names them: "<task title> on <scenario title>" (a scenario
+    file that is not built in goes by its name)."""
+    spec = aaos.spec(env_id)
+    info = _scenario(spec, scenario)
+    return f"{task_title(spec, task)} on {info.title if info is not None else scenario}"
+
+
+def task_title(spec: EnvSpec, task: str) -> str:
+    return next((t.title for t in spec.tasks if t.id == task), humanize(task))
+
+
+def variant(spec: EnvSpec, meta: EpisodeMeta) -> Split:
+    """Which variant the episode draws: holdout for a holdout seed, and for a holdout-only scenario whatever the
+    seed (as every environment draws them)."""
+    info = _scenario(spec, meta.scenario)
+    return "holdout" if info is not None and info.split == "holdout" else seed_split(meta.seed)
+
+
+def scenario_help(spec: EnvSpec, scenario_id: str) -> str:
+    """The selected scenario's description (from its file), under the sidebar's choice."""
+    info = _scenario(spec, scenario_id)
+    return note(info.description) if info is not None and info.description else ""
+
+
+def status_bar(spec: EnvSpec, meta: EpisodeMeta, observation: Mapping[str, Any], score: float | None,
                last: Mapping[str, Any] | None) -> str:
-    """Scenario, step, score, last reward and whether the episode is running or done."""
+    """Scenario (its whole title), task, seed and the variant it draws, step, score, last reward and whether the
+    episode is running or done."""
     step, max_steps = observation.get("step_count", 0), observation.get("max_steps", 0)
     done = bool(observation.get("done"))
     share = 100 * step / max_steps if max_steps else 0
@@ -45,11 +83,11 @@ def status_bar(meta: EpisodeMeta, observation: Mapping[str, Any], score: float |
     else:
         reward = "—"
     state = pill("done", "done") if done else pill("running", "running")
-    variant = seed_split(meta.seed)
     return (
         '<div class="aaos-status" id="aaos-status">'
         f'<div class="aaos-stat aaos-wide"><span>Scenario</span><b>{esc(observation.get("scenario_title"))}</b>'
-        f'<small>{esc(meta.scenario)} · {esc(humanize(meta.task))} · seed {meta.seed} ({variant} variant)</small></div>'
+        f'<small>{esc(meta.scenario)} · {esc(task_title(spec, meta.task))} · seed {meta.seed} '
+        f"({variant(spec, meta)} variant)</small></div>"
         f'<div class="aaos-stat"><span>Step</span><b id="aaos-stat-step">{step} / {max_steps}</b>'
         f'<div class="aaos-progress"><i style="width:{share:.0f}%"></i></div></div>'
         f'<div class="aaos-stat"><span>Episode score</span><b id="aaos-stat-score">{score_text(score)}</b>'
@@ -71,12 +109,14 @@ def _event_entry(event: Mapping[str, Any]) -> tuple[int, int, str, str, str]:
 
 
 def _record_entries(record: Mapping[str, Any]) -> list[tuple[int, int, str, str, str]]:
-    """One step's oversight violations and actions (no-ops left out) as timeline entries."""
-    entries = [(v["step"], 1, "oversight",
+    """One step's oversight violations and actions (no-ops left out) as timeline entries, numbered by the step
+    (as the status bar and the message count them: the step that took the action is step 1)."""
+    step = record["step"]
+    entries = [(step, 1, "oversight",
                 f"{esc(humanize(v['role']))} broke <code>{esc(v['rule'])}</code> {pill(v['severity'], v['severity'])} "
                 f"<small>penalty {esc(v['penalty'])} · {esc(v.get('detail'))}</small>", "Oversight")
                for v in record.get("oversight_events", [])]
-    entries += [(r["step"], 2, r["status"], f"{esc(humanize(r['role']))}: <code>{esc(action_text(r))}</code> "
+    entries += [(step, 2, r["status"], f"{esc(humanize(r['role']))}: <code>{esc(action_text(r))}</code> "
                  f"<small>{esc(r.get('message'))}</small>", humanize(r["status"]))
                 for r in record.get("action_results", {}).values()
                 if r["action_type"] != "no_op" or r["status"] == "rejected"]
@@ -102,13 +142,63 @@ def timeline(observation: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     return f'<div class="aaos-timeline" id="aaos-timeline"><ul>{"".join(rows)}</ul>{footer}</div>'
 
 
-def action_help(action_type: str, description: str) -> str:
-    """What the chosen action does, under the form."""
-    return f'<p class="aaos-help"><b>{esc(action_type)}</b>: {esc(description)}</p>'
+def verdict(score: float, champion: float, records: Sequence[Mapping[str, Any]], left_open: str) -> str:
+    """The end of an episode judged: its score against the champion's on the same task, scenario and seed, the
+    oversight violations with their penalties by rule, and what was left needing attention (`left_open`: the kit's
+    attention HTML for the last observation, "" for nothing)."""
+    gap = score - champion
+    if abs(gap) < VERDICT_TIE:
+        judged, label, kind = prose.VERDICT_TIE.format(champion=champion), "level", "done"
+    elif gap > 0:
+        judged, label, kind = prose.VERDICT_ABOVE.format(champion=champion, gap=gap), "above", "applied"
+    else:
+        judged, label, kind = prose.VERDICT_BELOW.format(champion=champion, gap=-gap), "below", "rejected"
+    rules: dict[str, tuple[int, float, str]] = {}
+    for record in records:
+        for v in record.get("oversight_events", []):
+            count, penalty, _ = rules.get(v["rule"], (0, 0.0, ""))
+            rules[v["rule"]] = (count + 1, penalty + float(v["penalty"]), str(v["severity"]))
+    if rules:
+        lines = [f"<code>{esc(rule)}</code> {pill(severity, severity)} &times; {count} "
+                 f"<small>penalty {penalty:.2f}</small>"
+                 for rule, (count, penalty, severity) in sorted(rules.items(), key=lambda kv: -kv[1][1])]
+        violations = f"<h4>Oversight violations</h4>{items(lines, '')}"
+    else:
+        violations = f"<p>{esc(prose.NO_VIOLATIONS)}</p>"
+    missed = left_open or f"<p>{esc(prose.NOTHING_LEFT_OPEN)}</p>"
+    return (f'<div class="aaos-verdict" id="aaos-verdict"><h4>Verdict</h4><p>{pill(label, kind)} {esc(judged)}</p>'
+            f"{violations}<h4>Left needing attention</h4>{missed}</div>")
+
+
+def reward_help(spec: EnvSpec) -> str:
+    """What the reward is made of: each component of the environment's spec with its weight and what it measures."""
+    rows = "".join(f"<tr><td><b>{esc(humanize(c.name))}</b></td><td>{100 * c.weight:.0f} %</td>"
+                   f"<td>{esc(c.description)}</td></tr>" for c in spec.reward_components)
+    return (f'<div class="aaos-reward-help" id="aaos-reward-components"><p>{esc(prose.REWARD_INTRO)}</p>'
+            '<div class="aaos-board-wrap"><table class="aaos-board"><thead><tr><th>Component</th><th>Weight</th>'
+            f"<th>What it measures</th></tr></thead><tbody>{rows}</tbody></table></div></div>")
+
+
+def action_help(role: str, action_type: str, description: str, fields: Sequence[Field] = ()) -> str:
+    """What the chosen action of `role` does, under the form; with `fields` (the raw-JSON editor replaces the form's
+    field boxes) also each payload field's valid values now and what it means."""
+    lines = []
+    for field in fields:
+        if field.choices is None:
+            values = "free text"
+        else:
+            shown = ", ".join(choice_label(c) for c in field.choices[:CHOICES_SHOWN])
+            values = "one of " + shown + (f" and {len(field.choices) - CHOICES_SHOWN} more"
+                                          if len(field.choices) > CHOICES_SHOWN else "")
+        lines.append(f"<code>{esc(field.name)}</code>: {esc(values)}"
+                     + (f" <small>({esc(field.description)})</small>" if field.description else ""))
+    listed = f'<ul class="aaos-fields">{"".join(f"<li>{line}</li>" for line in lines)}</ul>' if lines else ""
+    return (f'<div class="aaos-help"><b>{esc(action_type)}</b> ({esc(humanize(role))}): {esc(description)}{listed}'
+            "</div>")
 
 
 def message(body: str, kind: str = "info") -> str:
-    """A notice under the action form: kind is info, ok or error."""
+    """The main message (what the last event did): kind is info, ok, warn or error."""
     body = html.escape(body, quote=False)
     return f'<div class="aaos-message aaos-message-{html.escape(kind)}" role="status">{body}</div>'
 
@@ -120,17 +210,19 @@ def queue_frame(queue: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def oversight_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    rows = [(v["step"], humanize(v["role"]), v["rule"], v["severity"], round(float(v["penalty"]), 3),
+    """Every oversight violation, numbered by the step that recorded it."""
+    rows = [(record["step"], humanize(v["role"]), v["rule"], v["severity"], round(float(v["penalty"]), 3),
              text(v.get("detail")))
             for record in records for v in record.get("oversight_events", [])]
     return pd.DataFrame(rows, columns=list(OVERSIGHT_COLUMNS))
 
 
-def action_frame(log: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """The action log without no-ops, newest first."""
-    rows = [(e["step"], humanize(e["role"]), e["action_type"], payload_text(e.get("payload")) or "—",
-             e["status"], text(e.get("message")))
-            for e in reversed(log) if not (e["action_type"] == "no_op" and e["status"] != "rejected")]
+def action_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Every step's actions without no-ops, newest first, numbered by their step."""
+    rows = [(record["step"], humanize(r["role"]), r["action_type"], payload_text(r.get("payload")) or "—",
+             r["status"], text(r.get("message")))
+            for record in reversed(records) for r in record["action_results"].values()
+            if not (r["action_type"] == "no_op" and r["status"] != "rejected")]
     return pd.DataFrame(rows, columns=list(ACTION_COLUMNS))
 
 
@@ -154,8 +246,6 @@ def model_usage(usage: ModelUsage | None) -> str:
         return ""
     total, step = usage.total, usage.step
     decided = total["decisions"]
-    fallbacks = decided["secondary"] + decided["champion"]
-    step_fallbacks = step["decisions"]["secondary"] + step["decisions"]["champion"]
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     step_tokens = step["prompt_tokens"] + step["completion_tokens"]
     step_latency = step["latency_s"] / step["calls"] if step["calls"] else None
@@ -164,9 +254,9 @@ def model_usage(usage: ModelUsage | None) -> str:
         _stat("Model calls", str(total["calls"]),
               f"{total['failed_calls']} failed · {total['http_retries']} retried · {total['repairs']} repaired · "
               f"last step {step['calls']}"),
-        _stat("Fallbacks", f"{fallbacks} of {sum(decided.values())} actions",
+        _stat("Fallbacks", f"{fallbacks(decided)} of {sum(decided.values())} actions",
               f"secondary model {decided['secondary']} · champion {decided['champion']} · last step "
-              f"{step_fallbacks}"),
+              f"{fallbacks(step['decisions'])}"),
         _stat("Tokens", f"{tokens:,}", f"{total['prompt_tokens']:,} in + {total['completion_tokens']:,} out · "
                                        f"last step {step_tokens:,}"),
         _stat("Latency", _seconds(total["mean_latency_s"]), f"per call · last step {_seconds(step_latency)}"),
@@ -217,8 +307,11 @@ class Column:
 
 
 LEADERBOARD: tuple[Column, ...] = (
-    Column("#", lambda r: str(r["rank"])),
+    Column("#", lambda r: str(r["rank"]) if r["rank"] else "—"),
     Column("Policy", lambda r: r["policy"], lambda t: f"<b>{html.escape(t)}</b>"),
+    Column("Ranked", lambda r: f"unranked: {r['unranked']}" if r.get("unranked") else "yes",
+           lambda t: f'<small class="aaos-unranked">{html.escape(t)}</small>' if t != "yes" else html.escape(t),
+           model=True),
     Column("Env", _env_cell),
     Column("Split", lambda r: r["split"], lambda t: pill(t, t)),
     Column("Episodes", lambda r: str(r["episodes"])),
@@ -247,8 +340,8 @@ def leaderboard(rows: Sequence[Mapping[str, Any]]) -> str:
         return f'<p class="aaos-empty" id="aaos-board">{html.escape(prose.NO_RESULTS)}</p>'
     columns = leaderboard_columns(rows)
     head = "".join(f"<th>{html.escape(c.title)}</th>" for c in columns)
-    body = "".join(f'<tr class="aaos-rank-{row["rank"]}">' + "".join(f"<td>{c.html(c.cell(row))}</td>" for c in columns)
-                   + "</tr>" for row in rows)
+    body = "".join(f'<tr class="aaos-rank-{row["rank"] or "none"}">'
+                   + "".join(f"<td>{c.html(c.cell(row))}</td>" for c in columns) + "</tr>" for row in rows)
     return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="aaos-board"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 

@@ -44,7 +44,8 @@ def build_blocks() -> gr.Blocks:
     """The whole Space: header, sidebar (episode, agent run, model settings, downloads) and the
     Play/World/Reward/Logs/Benchmark tabs."""
     meta = default_meta(aaos.env_ids()[0])
-    with gr.Blocks(title=prose.TITLE, delete_cache=(3600, 7200)) as blocks:
+    # fill_width: wide screens use their width (up to the CSS's cap); the cards get more room there.
+    with gr.Blocks(title=prose.TITLE, delete_cache=(3600, 7200), fill_width=True) as blocks:
         ui = Ui(gr.State(None, time_to_live=SESSION_TTL_S, delete_callback=close_session))
         ui["header"] = gr.HTML(header(meta.env), elem_id="aaos-header")
         with gr.Row(elem_id="aaos-main"):

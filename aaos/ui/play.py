@@ -1,6 +1,7 @@
-"""The episode: the sidebar (environment, task, scenario, seed, the agent run, model settings, downloads), the
-status bar, and the Play tab (the action form, the queue, what needs attention, every role's card and the
-end-of-episode report), with their events and handlers.
+"""The episode: the sidebar (environment, task, scenario, seed, the agent run, model settings, downloads), what
+shows above the tabs (the status bar, a model run's usage, the main message and Step), and the Play tab (the action
+form, the queue, what needs attention, every role's card and the end-of-episode report), with their events and
+handlers. A new task or scenario, or an entered seed, starts its episode at once.
 
 Each handler takes the tab's Session and the event's inputs and returns its outputs by name (wiring.Outputs).
 User mistakes (a bad payload, invalid JSON, a seed out of range, stepping a finished episode, incomplete model
@@ -13,6 +14,7 @@ lives only in the LLMConfig of that tab's run; no handler returns, logs or write
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -27,15 +29,15 @@ from aaos.agents.llm import LLMConfig
 from aaos.core.html import action_text, humanize
 from aaos.core.trajectory import EpisodeMeta
 from aaos.ui import agents, dashboard, formatting, forms, prose
-from aaos.ui.session import Others, Session, default_meta
+from aaos.ui.session import Others, Session, champion_score, default_meta
 from aaos.ui.wiring import Outputs, Ui, current, live, open_session
 
 SLOTS = forms.slot_count([aaos.spec(env_id) for env_id in aaos.env_ids()])
 """Payload field slots in the action form: each slot has a dropdown (choices) and a textbox (free text)."""
 CHOICE_SLOTS: tuple[str, ...] = tuple(f"choice_{i}" for i in range(SLOTS))
 TEXT_SLOTS: tuple[str, ...] = tuple(f"text_{i}" for i in range(SLOTS))
-EPISODE: tuple[str, ...] = ("status", "model_usage", "attention", "cards", "report", "queue", "message",
-                            *dashboard.OUTPUTS)
+EPISODE: tuple[str, ...] = ("status", "scenario_help", "model_usage", "attention", "cards", "report", "queue",
+                            "message", *dashboard.OUTPUTS)
 """What every step re-renders."""
 COMPOSER: tuple[str, ...] = ("role", "action_type", "action_help", *CHOICE_SLOTS, *TEXT_SLOTS, "raw_json")
 """The action form."""
@@ -67,7 +69,9 @@ def build_sidebar(ui: Ui, meta: EpisodeMeta) -> None:
                             label="Environment", elem_id="aaos-env")
     ui["task"] = gr.Dropdown(tasks, value=meta.task, label="Task", elem_id="aaos-task")
     ui["scenario"] = gr.Dropdown(scenarios, value=meta.scenario, label="Scenario", elem_id="aaos-scenario")
-    ui["seed"] = gr.Number(meta.seed, precision=0, minimum=0, label="Seed", info=prose.SEED_INFO, elem_id="aaos-seed")
+    ui["scenario_help"] = gr.HTML(elem_id="aaos-scenario-help")
+    # No minimum and no rounding here: the seed handlers refuse a bad seed with the Space's own message.
+    ui["seed"] = gr.Number(meta.seed, label="Seed", info=prose.SEED_INFO, elem_id="aaos-seed")
     ui["reset"] = gr.Button("Reset", variant="primary", elem_id="aaos-reset")
     _title("Agent run")
     ui["policy"] = gr.Dropdown(list(agents.AGENTS), value=DEFAULT_AGENT, label="Agent", elem_id="aaos-policy")
@@ -92,9 +96,15 @@ def build_sidebar(ui: Ui, meta: EpisodeMeta) -> None:
 
 
 def build_status(ui: Ui) -> None:
-    """The status bar and a model run's usage, above the tabs."""
+    """Above the tabs, so that they show from any tab: the status bar, a model run's usage, the main message and
+    Step with what roles without a queued action do."""
     ui["status"] = gr.HTML(elem_id="aaos-status-box")
     ui["model_usage"] = gr.HTML(visible=False, elem_id="aaos-usage-box")
+    with gr.Row(equal_height=False, elem_id="aaos-stepbar"):
+        ui["message"] = gr.HTML(elem_id="aaos-message", scale=5, min_width=280)
+        ui["others"] = gr.Radio(list(OTHERS), value=OTHERS[0][1], label=prose.OTHERS_LABEL, elem_id="aaos-others",
+                                scale=2, min_width=220)
+        ui["step"] = gr.Button("Step", variant="primary", elem_id="aaos-step", scale=0, min_width=96)
 
 
 def build_tab(ui: Ui, roles: Sequence[str]) -> None:
@@ -120,12 +130,7 @@ def build_tab(ui: Ui, roles: Sequence[str]) -> None:
             with gr.Column(scale=2, min_width=260, elem_id="aaos-queue-panel"):
                 ui["queue"] = gr.Dataframe(headers=list(formatting.QUEUE_COLUMNS), label="Queued actions",
                                            interactive=False, wrap=True, max_height=170, elem_id="aaos-queue")
-                ui["others"] = gr.Radio(list(OTHERS), value=OTHERS[0][1], label=prose.OTHERS_LABEL,
-                                        elem_id="aaos-others")
-                with gr.Row():
-                    ui["clear"] = gr.Button("Clear queue", elem_id="aaos-clear")
-                    ui["step"] = gr.Button("Step", variant="primary", elem_id="aaos-step")
-        ui["message"] = gr.HTML(elem_id="aaos-message")
+                ui["clear"] = gr.Button("Clear queue", elem_id="aaos-clear")
         ui["report"] = gr.HTML(visible=False, elem_id="aaos-report-box")
         ui["attention"] = gr.HTML(elem_id="aaos-hints")
         ui["cards"] = gr.HTML(elem_id="aaos-cards")
@@ -140,9 +145,14 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     ui.event(blocks.load, reset, episode, FULL)
     ui.event(ui["env"].input, choose_env, ("session", "env", "raw"), (*FULL, "task", "scenario", "seed"))
     ui.event(ui["reset"].click, reset, episode, FULL)
+    # A new task, scenario or (entered) seed starts its episode at once: what the sidebar shows is what is played.
+    ui.event(ui["task"].input, reset, episode, FULL)
+    ui.event(ui["scenario"].input, reset, episode, FULL)
+    ui.event(ui["seed"].submit, reset, episode, FULL)
+    ui.event(ui["seed"].input, choose_seed, ("session", "seed"), ("message",))
     ui.event(ui["role"].input, choose_action, form, ("session", *COMPOSER))
     ui.event(ui["action_type"].input, choose_action, form, ("session", *COMPOSER))
-    ui.event(ui["raw"].input, toggle_raw, (*form, *slots), ("raw_json", *slots))
+    ui.event(ui["raw"].input, toggle_raw, (*form, *slots), ("raw_json", "action_help", *slots))
     ui.event(ui["queue_action"].click, queue_action, (*form, "raw_json", *slots), QUEUED)
     ui.event(ui["clear"].click, clear_queue, ("session",), QUEUED)
     ui.event(ui["step"].click, step, ("session", "others", "role", "action_type", "raw"), FULL)
@@ -155,17 +165,25 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
 # Rendering ---------------------------------------------------------------------------------------------
 
 def render(session: Session, note: str, kind: str = "info") -> Outputs:
-    """Everything a step changes (EPISODE); the cards, what needs attention and the end-of-episode report (shown
-    once the episode is over, if the environment has one) are the environment kit's."""
+    """Everything a step changes (EPISODE); the cards, what needs attention and the end-of-episode report are the
+    environment kit's. Once the episode is over the report shows, with the verdict against the champion and what
+    was left needing attention."""
     observation = session.observation
     rendering = aaos.kit_of(session.meta.env).rendering
     records = session.records
-    report = rendering.report(session.env.state()) if session.done else ""
+    report, attention = "", rendering.attention(observation)
+    if session.done and session.score is not None:  # what still needed attention goes into the report
+        report = (rendering.report(session.env.state())
+                  + formatting.verdict(session.score, champion_score(session.meta), records, attention))
+        attention = ""
+    spec = session.env.spec
     return {
-        "status": formatting.status_bar(session.meta, observation, session.score, records[-1] if records else None),
+        "status": formatting.status_bar(spec, session.meta, observation, session.score,
+                                        records[-1] if records else None),
+        "scenario_help": formatting.scenario_help(spec, session.meta.scenario),
         "model_usage": gr.update(value=formatting.model_usage(session.model_usage),
                                  visible=session.model_usage is not None),
-        "attention": rendering.attention(observation),
+        "attention": attention,
         "cards": role_cards(session),
         "report": gr.update(value=report, visible=bool(report)),
         "queue": formatting.queue_frame(session.queue),
@@ -211,7 +229,7 @@ def composer(session: Session, role: str | None, action_type: str | None, raw: b
     outputs: Outputs = {
         "role": gr.update(choices=[(humanize(r), r) for r in session.env.spec.roles], value=role),
         "action_type": gr.update(choices=[(a, a) for a in legal], value=name),
-        "action_help": formatting.action_help(name, spec.description if spec else ""),
+        "action_help": formatting.action_help(role, name, spec.description if spec else "", fields if raw else ()),
         "raw_json": gr.update(visible=raw, value=forms.to_json(name, forms.default_payload(fields))),
     }
     for i in range(SLOTS):
@@ -247,9 +265,23 @@ def episode_choices(env_id: str) -> tuple[list[tuple[str, str]], list[tuple[str,
 
 
 def _seed_problem(seed: float | None) -> str | None:
-    if seed is None or seed != int(seed) or seed < 0:
-        return "The seed must be a whole number, 0 or more."
+    if seed is None or not math.isfinite(seed) or seed != int(seed) or seed < 0:
+        return prose.BAD_SEED.format(seed="nothing" if seed is None else f"{seed:g}")
     return None
+
+
+def choose_seed(session: Session | None, seed: float | None) -> Outputs:
+    """A seed is being typed: say whether it is valid, and that Enter (or Reset) starts its episode; the episode
+    shown does not change until then. Outputs: message."""
+    session = live(session)
+    problem = _seed_problem(seed)
+    if problem is not None:
+        return _note(problem, "error")
+    if session is None:
+        return {}
+    if session.meta.seed == int(seed or 0):
+        return _note(prose.SEED_SHOWN.format(seed=session.meta.seed), "info")
+    return _note(prose.SEED_PENDING.format(seed=int(seed or 0), shown=session.meta.seed), "warn")
 
 
 def reset(request: gr.Request, session: Session | None, env_id: str, task: str, scenario: str,
@@ -265,8 +297,8 @@ def reset(request: gr.Request, session: Session | None, env_id: str, task: str, 
             else:
                 with session.lock:
                     session.reset(meta)
-            note = prose.NEW_EPISODE.format(env=aaos.spec(env_id).title, task=humanize(task), scenario=scenario,
-                                            seed=meta.seed)
+            note = prose.NEW_EPISODE.format(env=aaos.spec(env_id).title, episode=formatting.episode_name(
+                env_id, task, scenario), seed=meta.seed)
             kind = "ok"
         except ValueError as error:
             note = f"Could not start that episode: {error}"
@@ -301,15 +333,20 @@ def _slot_values(fields: Sequence[forms.Field], slots: Sequence[Any]) -> list[An
 
 
 def toggle_raw(session: Session | None, role: str, action_type: str | None, raw: bool, *slots: Any) -> Outputs:
-    """Switch between the form and the raw-JSON editor, carrying the form's values into the JSON.
-    Outputs: raw_json and the slots' visibility."""
+    """Switch between the form and the raw-JSON editor, carrying the form's values into the JSON; in raw JSON the
+    action's help lists each field's valid values (the form's boxes that showed them are hidden).
+    Outputs: raw_json, action_help and the slots' visibility."""
     session = live(session)
     if session is None:
         return {"raw_json": gr.update(visible=raw)}
     with session.lock:
-        name, fields = form_fields(session, _role(session, role), action_type)
+        role = _role(session, role)
+        name, fields = form_fields(session, role, action_type)
+        spec = session.env.spec.action(name)
     payload = forms.read_form(fields, _slot_values(fields, slots))
-    outputs: Outputs = {"raw_json": gr.update(visible=raw, value=forms.to_json(name, payload))}
+    outputs: Outputs = {"raw_json": gr.update(visible=raw, value=forms.to_json(name, payload)),
+                        "action_help": formatting.action_help(role, name, spec.description if spec else "",
+                                                              fields if raw else ())}
     for i in range(SLOTS):
         field = fields[i] if i < len(fields) else None
         outputs[CHOICE_SLOTS[i]] = gr.update(visible=not raw and field is not None and field.choices is not None)
@@ -350,16 +387,21 @@ def clear_queue(request: gr.Request, session: Session | None) -> Outputs:
 
 
 def _step_note(session: Session, prefix: str) -> tuple[str, str]:
+    """The message after a step: its number (the status bar's, the logs' and the timeline's), reward and score,
+    the actions that were rejected or applied without effect, and the end of the episode. Its kind is "error"
+    if an action was rejected, "warn" if one did nothing, else "ok"."""
     last = session.records[-1]
-    rejected = [f"{humanize(r['role'])}: {r['message']}"
-                for r in last["action_results"].values() if r["status"] == "rejected"]
+    results = last["action_results"].values()
     note = f"{prefix}Step {last['step']}: reward {last['reward']:.3f}, score {last['score']:.3f}."
-    if rejected:
-        note += " Rejected: " + "; ".join(rejected) + "."
+    kind = "ok"
+    for status, title, flagged in (("no_effect", "Did nothing", "warn"), ("rejected", "Rejected", "error")):
+        found = [f"{humanize(r['role'])}: {r['message']}" for r in results if r["status"] == status]
+        if found:
+            note += f" {title}: " + "; ".join(found) + "."
+            kind = flagged
     if last["done"]:
-        note += (f" Episode over, final score {last['score']:.3f}: the report is below. Export it under Downloads, "
-                 "or press Reset to play again.")
-    return note, "error" if rejected else "ok"
+        note += prose.EPISODE_DONE.format(score=last["score"])
+    return note, kind
 
 
 def step(request: gr.Request, session: Session | None, others: Others, role: str, action_type: str | None,
@@ -518,29 +560,41 @@ def _play(session: Session, run: int, policy: Policy, config: LLMConfig | None, 
                     return
                 if session.step_count != asked:
                     continue  # a manual step came first: decide again from the new observation
-                note, kind = _agent_step(session, pending, label)
                 after = agents.call_stats(policy)
                 if config is not None and before is not None and after is not None:
                     session.model_usage = agents.usage(config, before, after, time.monotonic() - started)
+                note, kind, going = _agent_step(session, pending, label, config.api_key if config else "")
                 outputs = _full(session, note, kind, form)
-                finished = session.done or kind == "error"
             yield outputs
-            if finished:
+            if not going:
                 return
             time.sleep(delay)
     finally:
         _close_after(policy, pending)
 
 
-def _agent_step(session: Session, decision: Future[Any], label: str) -> tuple[str, str]:
-    """Take the step the policy decided; the message and its kind ("error" ends the run)."""
+def _agent_step(session: Session, decision: Future[Any], label: str, token: str) -> tuple[str, str, bool]:
+    """Take the step the policy decided, unless its model decided none of it; the message, its kind and whether
+    the run goes on. A model failure is said in the message (warning style) with its error and a fix; a step whose
+    every action fell back is not taken and stops the run (so that the champion's play never passes for the
+    model's), as do a policy that raised and a rejected action."""
     try:
         joint = decision.result()
     except Exception as error:  # a broken endpoint or answer ends the run with a message, never a traceback
         return (f"{label} failed while choosing step {session.step_count + 1}: {str(error) or type(error).__name__}. "
-                "Step manually, Run again or Reset."), "error"
+                "Step manually, Run again or Reset."), "error", False
+    usage = session.model_usage
+    failure = agents.step_failure(usage, token) if usage is not None else None
+    if failure is not None and failure.total:
+        return prose.MODEL_FAILED.format(label=label, step=session.step_count + 1, actions=failure.actions,
+                                         error=failure.error, hint=failure.hint), "warn", False
     session.step(joint)
-    return _step_note(session, f"{label} playing. ")
+    note, kind = _step_note(session, f"{label} playing. ")
+    if failure is not None:
+        note += prose.MODEL_FELL_BACK.format(count=failure.fell_back, actions=failure.actions, error=failure.error,
+                                             hint=failure.hint)
+        kind = "error" if kind == "error" else "warn"
+    return note, kind, not session.done and kind != "error"
 
 
 def _close_after(policy: Policy, pending: Future[Any] | None) -> None:

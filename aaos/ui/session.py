@@ -38,6 +38,20 @@ def default_meta(env_id: str) -> EpisodeMeta:
     return EpisodeMeta(env_id, observation["task"], observation["scenario_id"], 0)
 
 
+@functools.lru_cache(maxsize=256)
+def champion_score(meta: EpisodeMeta) -> float:
+    """The champion's final score on the episode of `meta` (same environment, task, scenario and seed): what the
+    end-of-episode report judges a score against. The champion is deterministic, so one run per episode is cached."""
+    env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
+    champion = aaos.policies.make(CHAMPION, env=meta.env)
+    observation = env.reset()
+    while True:
+        result = env.step(champion.act(observation))
+        if result.done:
+            return float(result.info["score"])
+        observation = result.observation
+
+
 class SessionClosed(RuntimeError):
     """The session's simulation was freed (its tab closed or it expired)."""
 
