@@ -18,7 +18,7 @@ from fastapi import FastAPI
 import aaos
 from aaos import doctor
 from aaos.agents.llm import LLMConfig
-from aaos.server.app import create_app
+from aaos.server.app import create_app, uvicorn_config
 from aaos.ui import mount_ui
 
 AUDIT_POLL_S = 0.2
@@ -41,11 +41,16 @@ def audit_once_started(server: uvicorn.Server) -> None:
 
 app = build_app()
 
+
+def space_server(host: str, port: int) -> uvicorn.Server:
+    """The Space's server, with the same limits as `aaos serve` (aaos.server.app.uvicorn_config)."""
+    return uvicorn.Server(uvicorn_config(app, host, port, os.environ.get("LOG_LEVEL", "warning")))
+
+
 if __name__ == "__main__":
     host = os.environ.get("HOST", "0.0.0.0")
     port = int(os.environ.get("PORT", "7860"))
     print(f"AAOS Space on http://127.0.0.1:{port}", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port,
-                                           log_level=os.environ.get("LOG_LEVEL", "warning")))
+    server = space_server(host, port)
     threading.Thread(target=audit_once_started, args=(server,), name="aaos-doctor", daemon=True).start()
     server.run()

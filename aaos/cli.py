@@ -15,7 +15,7 @@ from aaos import doctor
 from aaos.agents.llm import LLMConfig
 from aaos.bench import cli as bench_cli
 from aaos.data import data_dir
-from aaos.server.address import add_address_arguments
+from aaos.server.address import add_server_arguments
 from aaos.training import cli as training_cli
 
 
@@ -111,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
     from aaos.server.app import serve  # the server's dependencies load only for this command
 
     print(f"AAOS API on http://{args.host}:{args.port} (docs at /docs)", flush=True)
-    serve(args.host, args.port)
+    serve(args.host, args.port, hide_state=args.hide_state)
     return 0
 
 
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_doctor)
 
     p = sub.add_parser("serve", help="run the HTTP/WebSocket/MCP API server (OpenEnv-compatible), without the UI")
-    add_address_arguments(p)
+    add_server_arguments(p)
     p.set_defaults(func=_serve)
 
     bench_cli.add_parser(sub)

@@ -241,11 +241,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(env: dict[str, str]) -> Iterator[str]:
-    """`aaos serve` in a subprocess on a free loopback port with the process environment `env`; its base URL once
-    /health answers."""
+def serving(env: dict[str, str], *options: str) -> Iterator[str]:
+    """`aaos serve` (with these further options) in a subprocess on a free loopback port with the process
+    environment `env`; its base URL once /health answers."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "aaos.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "aaos.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+                                *options],
                                cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -20,7 +20,7 @@ ROLES = aaos.spec().roles
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[BackgroundServer]:
-    with BackgroundServer(create_app(SessionConfig(max_sessions=200, ttl=600))) as running:
+    with BackgroundServer(create_app(SessionConfig(max_sessions=200, ttl=600, max_per_client=200))) as running:
         yield running
 
 
@@ -204,7 +204,7 @@ def test_bad_reset_and_close_requests_are_422s(http: httpx.Client, path: str, bo
 
 @pytest.mark.parametrize(("content", "status"), [
     (b"{not json", 422),
-    (b"\xff\xfe\x00garbage", 422),
+    (b"\xff\xfe\x00garbage", 400),  # not UTF-8
     (b"", 422),
     (b"[" * 20_000 + b"]" * 20_000, 400),  # beyond what a JSON parser should recurse into
     (b'{"session_id": "' + b"x" * (MAX_BODY_BYTES + 10) + b'"}', 413),
@@ -316,14 +316,15 @@ class FakeClock:
 
 def test_capacity_is_a_503_and_idle_sessions_expire() -> None:
     clock = FakeClock()
-    with BackgroundServer(create_app(SessionConfig(max_sessions=2, ttl=60), clock=clock)) as small, \
+    config = SessionConfig(max_sessions=2, ttl=60, evict_after=60)  # never evicts: sessions expire first
+    with BackgroundServer(create_app(config, clock=clock)) as small, \
             httpx.Client(base_url=small.url, timeout=30) as http:
         first, _ = open_session(http)
         clock.now += 50
         second, _ = open_session(http)
         refused = http.post("/reset", json={})
         assert refused.status_code == 503 and "all 2 sessions are in use" in refused.json()["detail"]
-        assert refused.headers["retry-after"]
+        assert refused.headers["retry-after"] == "10"  # when the first one expires
         clock.now += 20  # first idle for 70 s > ttl; second for 20 s
         assert step(http, first, {}).status_code == 404
         assert step(http, second, {}).status_code == 200  # and that use keeps it alive
@@ -336,6 +337,38 @@ def test_capacity_is_a_503_and_idle_sessions_expire() -> None:
         assert http.get("/state", params={"session_id": third}).status_code == 404
         open_session(http)
         open_session(http)
+
+
+def client_at(server: BackgroundServer, address: str) -> httpx.Client:
+    """A client whose connections come from `address` (any 127.x.y.z is loopback on Linux)."""
+    return httpx.Client(base_url=server.url, timeout=30, transport=httpx.HTTPTransport(local_address=address))
+
+
+def test_one_client_cannot_take_every_slot_and_a_full_store_evicts_the_idlest_session() -> None:
+    clock = FakeClock()
+    config = SessionConfig(max_sessions=4, max_per_client=2, ttl=100, evict_after=30)
+    with BackgroundServer(create_app(config, clock=clock)) as server, client_at(server, "127.0.0.1") as a, \
+            client_at(server, "127.0.0.2") as b, client_at(server, "127.0.0.3") as c:
+        a_first, _ = open_session(a)
+        clock.now += 10
+        a_second, _ = open_session(a)
+        refused = a.post("/reset", json={})
+        assert refused.status_code == 429 and "this client already holds 2 sessions" in refused.json()["detail"]
+        assert refused.headers["retry-after"] == "90"  # when a_first expires
+        assert a.post("/reset", json={"session_id": a_first}).status_code == 200  # reusing one is always fine
+        b_first, _ = open_session(b)
+        b_second, _ = open_session(b)
+        clock.now += 25  # idle: a_first 25 s, a_second 25 s, b's 25 s: none evictable yet
+        assert step(a, a_first, {}).status_code == 200
+        full = c.post("/reset", json={})
+        assert full.status_code == 503 and "all 4 sessions are in use" in full.json()["detail"]
+        assert full.headers["retry-after"] == "5"  # a_second (idle since 10) becomes evictable at 30 s idle
+        clock.now += 5
+        c_first, _ = open_session(c)  # evicts a_second, the idlest
+        assert step(a, a_second, {}).status_code == 404
+        assert [step(x, sid, {}).status_code for x, sid in ((a, a_first), (b, b_first), (b, b_second), (c, c_first))
+                ] == [200] * 4
+        assert c.post("/reset", json={}).status_code == 503  # nothing has been idle 30 s now
 
 
 def test_aaos_serve_and_the_server_script_listen_where_host_and_port_say(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,9 @@ models.py       wire types (OpenEnv Action/Observation/State, HTTP requests and 
 environment.py  the openenv-core Environment adapter
 sessions.py     the HTTP session store
 mcp.py          the MCP tools of a session
+mcp_routes.py   POST/WS /mcp: JSON-RPC dispatch, the MCP session pool
+ws.py           WS /ws: openenv's WebSocket protocol, answered from the event loop
+wire.py         lean answers (roles, observe) and short error messages, for every surface
 app.py          create_app() and the `server` entry point
 address.py      --host/--port (HOST/PORT) for `server` and `aaos serve`
 client.py       AAOSEnv, the typed OpenEnv client (async, and .sync())

@@ -1,11 +1,14 @@
 """The AAOS API app: OpenEnv's routes plus stateful HTTP sessions.
 
 openenv-core's server (`HTTPEnvServer`) registers /health, /metadata, /schema, WS /ws (one environment
-per connection) and /mcp (POST and WS). Its own /reset, /step and /state are stateless (a fresh
-environment per request), so it is registered in its "production" mode, which leaves them out, and this
-module adds the stateful ones: POST /reset opens (or resets) a session, POST /step and GET /state take
-its `session_id`, POST /close ends it. This is the same composition `openenv.core.env_server.create_app`
-performs (a FastAPI app + `HTTPEnvServer.register_routes`), with our reset/step/state in place of its own.
+per connection) and /mcp (POST and WS). Its /ws and /mcp are replaced by ours, with the same protocols
+(aaos.server.ws: answered from the event loop, lean answers, typed errors for malformed frames;
+aaos.server.mcp_routes: JSON-RPC error codes, a session pool of its own). Its own /reset,
+/step and /state are stateless (a fresh environment per request), so it is registered in its "production"
+mode, which leaves them out, and this module adds the stateful ones: POST /reset opens (or resets) a
+session, POST /step and GET /state take its `session_id`, POST /close ends it. This is the same composition
+`openenv.core.env_server.create_app` performs (a FastAPI app + `HTTPEnvServer.register_routes`), with our
+reset/step/state in place of its own.
 
 A session runs any registered environment (reset with `env`). Our GET /schema replaces openenv's and takes
 `?env=` (default: the default environment); GET /envs lists every environment with its spec and schemas.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Container, Sequence
@@ -28,7 +32,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import HTTPEnvServer
-from openenv.core.env_server.types import ConcurrencyConfig, SchemaResponse, ServerMode
+from openenv.core.env_server.types import SchemaResponse, ServerMode
 from pydantic import BaseModel, Field, ValidationError
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute
@@ -36,10 +40,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 import aaos
-from aaos.server.address import DEFAULT_HOST, DEFAULT_PORT, add_address_arguments
+from aaos.server.address import DEFAULT_HOST, DEFAULT_PORT, add_server_arguments
 from aaos.server.environment import AAOSEnvironment, InvalidAction
+from aaos.server.mcp_routes import McpRoutes, add_mcp_routes
 from aaos.server.models import (
-    MAX_MESSAGES,
     AAOSObservation,
     AAOSState,
     CloseRequest,
@@ -57,7 +61,9 @@ from aaos.server.models import (
     env_schemas,
     error_messages,
 )
-from aaos.server.sessions import AtCapacity, Clock, SessionConfig, SessionStore, UnknownSession
+from aaos.server.sessions import ClientLimit, Clock, Refused, SessionConfig, SessionStore, StateHidden, UnknownSession
+from aaos.server.wire import Lean, clipped
+from aaos.server.ws import add_ws_route
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -74,16 +80,18 @@ def create_app(config: SessionConfig | None = None, clock: Clock = time.monotoni
         description="The Autonomous AI Organization Simulator over HTTP, WebSocket and MCP. "
                     "POST /reset opens a session; POST /step and GET /state take its session_id.",
     )
-    openenv_server = HTTPEnvServer(
-        AAOSEnvironment, WireAction, AAOSObservation,
-        # WebSocket connections and MCP sessions: the same cap (counted apart) and idle timeout as HTTP sessions
-        concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions, session_timeout=config.ttl),
-    )
+    # openenv's session limits are left at their defaults: the routes that would use them (/ws, /mcp) are
+    # replaced below by ours, whose pools follow `config`
+    openenv_server = HTTPEnvServer(AAOSEnvironment, WireAction, AAOSObservation)
     openenv_server.register_routes(app, mode=ServerMode.PRODUCTION)
     app.router.routes[:] = [route for route in app.router.routes if not _is_schema_route(route)]
     _add_env_routes(app)
     app.state.sessions = SessionStore(config, clock)
     _add_session_routes(app, app.state.sessions)
+    app.state.mcp_sessions = SessionStore(config, clock)
+    add_mcp_routes(app, app.state.mcp_sessions)
+    app.state.ws_sessions = SessionStore(config, clock)
+    add_ws_route(app, app.state.ws_sessions, McpRoutes(app.state.mcp_sessions))
     _add_error_handlers(app)
     app.add_middleware(BodyLimit, paths=frozenset(route.path for route in app.routes), limit=MAX_BODY_BYTES)
     app.add_middleware(ContainErrors)
@@ -101,7 +109,7 @@ _SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     **_SESSION_ERRORS,
-    400: {"model": Problem, "description": "The body could not be decoded (not UTF-8, or nested too deeply)."},
+    400: {"model": Problem, "description": "The body is not UTF-8 JSON, or is nested too deeply to decode."},
     413: {"model": Problem, "description": f"The body is larger than {MAX_BODY_BYTES} bytes."},
 }
 
@@ -117,7 +125,8 @@ class EnvInfo(BaseModel):
     schemas: SchemaResponse = Field(description="As GET /schema?env=ID.")
 
 
-EnvQuery = Annotated[str | None, Query(max_length=100, description=f"Environment id (default {aaos.DEFAULT_ENV!r}).")]
+EnvQuery = Annotated[str | None, Query(max_length=100, description=f"Environment id (default {aaos.DEFAULT_ENV!r}).",
+                                       json_schema_extra={"enum": [*aaos.env_ids(), None]})]
 
 
 def _add_env_routes(app: FastAPI) -> None:
@@ -137,39 +146,49 @@ def _add_env_routes(app: FastAPI) -> None:
 
 def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
     @app.post("/reset", response_model=ResetResponse, summary="Open a session, or reset one", tags=["Sessions"],
-              responses={**_BODY_ERRORS, 503: {"model": Problem, "description": "Every session slot is taken."}})
-    async def reset(request: ResetRequest | None = None) -> Response:
+              responses={**_BODY_ERRORS,
+                         429: {"model": Problem, "description": "This client holds as many sessions as one may "
+                                                                "(Retry-After: seconds until its idlest expires)."},
+                         503: {"model": Problem, "description": "Every session slot is taken (Retry-After: seconds "
+                                                                "until one could be evicted)."}})
+    async def reset(connection: Request, request: ResetRequest | None = None) -> Response:
         """Start an episode. Without `session_id` a new session is opened; with it, that session's
-        episode starts over (fields left out keep their current values)."""
+        episode starts over (fields left out keep their current values). `roles` and `observe` make the answer
+        lean (only those roles' views, or no observation)."""
         request = request or ResetRequest()
         if request.session_id is None:
             env = AAOSEnvironment()
+            lean = Lean.of(check_episode(request, env.env_id), request.roles, request.observe)
             observation = env.start(request)
-            session = sessions.open(env)
+            session = sessions.open(env, connection.client.host if connection.client else None)
         else:
             session = sessions.get(request.session_id)
+            lean = Lean.of(check_episode(request, session.env.env_id), request.roles, request.observe)
             observation = session.env.start(request)
-        return _json({"session_id": session.id, "observation": observation, "reward": None,
+        return _json({"session_id": session.id, "observation": lean.observation(observation), "reward": None,
                       "done": observation.get("done", False)})
 
     @app.post("/step", response_model=StepResponse, summary="Step a session with a joint action", tags=["Sessions"],
               responses={**_BODY_ERRORS, 409: {"model": Problem, "description": "The episode is over."}})
     async def step(request: StepRequest) -> Response:
         """Apply one action per role (roles left out do no_op) and advance one step. Strict: an action the
-        environment would reject as input (unknown ids, wrong role, bad payload) is a 422 and changes nothing."""
+        environment would reject as input (unknown ids, wrong role, bad payload) is a 422 and changes nothing.
+        `roles` and `observe` make the answer lean (one role's view, or no observation)."""
         session = sessions.get(request.session_id)
         try:
             joint = session.env.typed(request.action)
         except ValidationError as error:
             raise RequestValidationError([{**e, "loc": ("body", "action", *e["loc"])} for e in error.errors()]
                                          ) from None
-        return _json(session.env.advance(joint).to_dict())
+        lean = Lean.of(session.env.env_id, request.roles, request.observe)
+        return _json(lean.result(session.env.advance(joint, lean.observe)))
 
     @app.get("/state", response_model=AAOSState, summary="The full ground-truth state of a session", tags=["Sessions"],
-             responses=_SESSION_ERRORS)
+             responses={**_SESSION_ERRORS, 403: {"model": Problem, "description": "The server hides the ground "
+                                                                                    "truth (--hide-state)."}})
     async def state(session_id: Annotated[str, Query(min_length=1, max_length=100, description="From POST /reset.")]
                     ) -> Response:
-        return _json(sessions.get(session_id).env.snapshot())
+        return _json(sessions.ground_truth(session_id))
 
     @app.post("/close", response_model=CloseResponse, summary="End a session", tags=["Sessions"],
               responses=_BODY_ERRORS)
@@ -185,11 +204,11 @@ def _problem(status: int, detail: str | list[str], headers: dict[str, str] | Non
 def _add_error_handlers(app: FastAPI) -> None:
     async def invalid_request(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
-        return _problem(422, error_messages(error.errors()))
+        return _problem(422, clipped(error_messages(error.errors())))
 
     async def invalid_action(_: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, InvalidAction | InvalidParams)
-        return _problem(422, error.problems[:MAX_MESSAGES])
+        return _problem(422, clipped(error.problems))
 
     async def unknown_session(_: Request, error: Exception) -> JSONResponse:
         return _problem(404, str(error))
@@ -197,15 +216,21 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def episode_done(_: Request, error: Exception) -> JSONResponse:
         return _problem(409, "the episode is over; POST /reset with this session_id to start a new one")
 
-    async def at_capacity(_: Request, error: Exception) -> JSONResponse:
-        return _problem(503, str(error), headers={"Retry-After": "5"})
+    async def refused(_: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, Refused)
+        return _problem(429 if isinstance(error, ClientLimit) else 503, str(error),
+                        headers={"Retry-After": str(error.retry_after)})
+
+    async def state_hidden(_: Request, error: Exception) -> JSONResponse:
+        return _problem(403, str(error))
 
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(InvalidAction, invalid_action)
     app.add_exception_handler(InvalidParams, invalid_action)
     app.add_exception_handler(UnknownSession, unknown_session)
     app.add_exception_handler(aaos.EpisodeDone, episode_done)
-    app.add_exception_handler(AtCapacity, at_capacity)
+    app.add_exception_handler(Refused, refused)
+    app.add_exception_handler(StateHidden, state_hidden)
 
 
 class BodyLimit:
@@ -237,7 +262,11 @@ class BodyLimit:
                 await self._too_large(scope, receive, send)
                 return
             more = message.get("more_body", False)
-        body: Message | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        content = b"".join(chunks)
+        if not _utf8_json(content):
+            await _problem(400, "the request body is not UTF-8: send JSON encoded as UTF-8")(scope, receive, send)
+            return
+        body: Message | None = {"type": "http.request", "body": content, "more_body": False}
 
         async def replay() -> Message:
             nonlocal body
@@ -251,6 +280,16 @@ class BodyLimit:
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = _problem(413, f"the request body is larger than {self.limit} bytes")
         await response(scope, receive, send)
+
+
+def _utf8_json(content: bytes) -> bool:
+    """Whether a body can be UTF-8 JSON: it decodes as UTF-8 and has no NUL byte (JSON escapes every control
+    character, so a NUL means UTF-16 or UTF-32, which json.loads would otherwise detect and accept)."""
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\0" not in content
 
 
 class ContainErrors:
@@ -287,17 +326,27 @@ class ContainErrors:
             await response(scope, receive, send)
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning") -> None:
-    """Run the API alone (no UI) with uvicorn until interrupted."""
-    uvicorn.run(create_app(), host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES)
+def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
+    """How an AAOS server runs under uvicorn (`aaos serve` and the Space alike): a WebSocket frame is capped
+    at MAX_BODY_BYTES, as an HTTP body is (a larger one closes the connection with 1009)."""
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES)
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning",
+          hide_state: bool = False) -> None:
+    """Run the API alone (no UI) with uvicorn until interrupted; hide_state as AAOS_HIDE_STATE=1."""
+    config = SessionConfig.from_env()
+    if hide_state:
+        config = dataclasses.replace(config, hide_state=True)
+    uvicorn.Server(uvicorn_config(create_app(config), host, port, log_level)).run()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The `server` entry point."""
     parser = argparse.ArgumentParser(prog="server", description="Run the AAOS API server (OpenEnv-compatible).")
-    add_address_arguments(parser)
+    add_server_arguments(parser)
     args = parser.parse_args(argv)
-    serve(args.host, args.port)
+    serve(args.host, args.port, hide_state=args.hide_state)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,17 @@
 
     async with AAOSEnv(base_url="http://127.0.0.1:8000") as env:   # the async form
         result = await env.reset(env="toy", seed=0)                 # any environment the server has
+
+    env.step({}, roles=["engineer"])             # lean: only the engineer's view in the observation
+    env.step({}, observe=False)                  # leaner: no observation, only reward, done and info
+
+`roles` (only these roles' views) and `observe=False` (no observation: its keys are absent, `info`, reward
+and done still come) make reset and step answers lean (aaos.server.wire.Lean).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from openenv.core import EnvClient
@@ -35,10 +42,19 @@ class AAOSEnv(EnvClient[WireAction, AAOSObservation, AAOSState]):
         super().__init__(*args, **kwargs)
         self.env_id = aaos.DEFAULT_ENV
 
-    async def reset(self, **kwargs: Any) -> StepResult[AAOSObservation]:
-        result = await super().reset(**kwargs)
+    async def reset(self, roles: Sequence[str] | None = None, observe: bool = True,
+                    **kwargs: Any) -> StepResult[AAOSObservation]:
+        """kwargs: env, task, scenario, seed, episode_id; roles/observe: what the answer shows."""
+        response = await self._send_and_receive({"type": "reset", "data": kwargs, **_lean(roles, observe)})
         self.env_id = kwargs.get("env") or self.env_id  # the server keeps the session's environment likewise
-        return result
+        return self._parse_result(response.get("data", {}))
+
+    async def step(self, action: JointActionBase | WireAction | dict[str, Any], roles: Sequence[str] | None = None,
+                   observe: bool = True, **kwargs: Any) -> StepResult[AAOSObservation]:
+        """One step with a joint action; roles/observe: what the answer shows."""
+        response = await self._send_and_receive({"type": "step", "data": self._step_payload(action),
+                                                 **_lean(roles, observe)})
+        return self._parse_result(response.get("data", {}))
 
     def _step_payload(self, action: JointActionBase | WireAction | dict[str, Any]) -> dict[str, Any]:
         if not isinstance(action, JointActionBase | WireAction):
@@ -47,9 +63,18 @@ class AAOSEnv(EnvClient[WireAction, AAOSObservation, AAOSState]):
         return action.model_dump(exclude_none=True)
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[AAOSObservation]:
+        shown = payload.get("observation")
+        if shown is None:  # observe=False: the info comes beside the (absent) observation
+            shown = {"info": payload.get("info") or {}}
         observation = AAOSObservation.model_validate(
-            {**payload.get("observation", {}), "reward": payload.get("reward"), "done": payload.get("done", False)})
+            {**shown, "reward": payload.get("reward"), "done": payload.get("done", False)})
         return StepResult(observation=observation, reward=payload.get("reward"), done=payload.get("done", False))
 
     def _parse_state(self, payload: dict[str, Any]) -> AAOSState:
         return AAOSState.model_validate(payload)
+
+
+def _lean(roles: Sequence[str] | None, observe: bool) -> dict[str, Any]:
+    """The lean fields of a message; none when the whole observation is wanted (what any OpenEnv server takes)."""
+    fields: dict[str, Any] = {} if roles is None else {"roles": list(roles)}
+    return fields if observe else {**fields, "observe": False}

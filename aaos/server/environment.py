@@ -23,6 +23,7 @@ from aaos.server.models import (
     AAOSObservation,
     AAOSState,
     EpisodeParams,
+    InvalidAction,
     WireAction,
     check_episode,
     episode_params,
@@ -30,14 +31,6 @@ from aaos.server.models import (
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
-
-
-class InvalidAction(ValueError):
-    """A joint action the environment would reject as input; nothing was changed."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("invalid joint action: " + "; ".join(problems))
 
 
 class AAOSEnvironment(OpenEnvEnvironment[WireAction, AAOSObservation, AAOSState]):
@@ -73,14 +66,14 @@ class AAOSEnvironment(OpenEnvEnvironment[WireAction, AAOSObservation, AAOSState]
         ValidationError, naming each field, otherwise)."""
         return action.typed(self.env_id).to_joint_action()
 
-    def advance(self, joint_action: JointAction) -> StepResult:
-        """Check the joint action (InvalidAction if the environment finds fault with it), then step.
-        Raises aaos.EpisodeDone after the episode has ended."""
+    def advance(self, joint_action: JointAction, observe: bool = True) -> StepResult:
+        """Check the joint action (InvalidAction if the environment finds fault with it), then step (with
+        observe=False no observation is built). Raises aaos.EpisodeDone after the episode has ended."""
         with self.lock:
             problems = self.env.check(joint_action)
             if problems:
                 raise InvalidAction(problems)
-            return self.env.step(joint_action)
+            return self.env.step(joint_action, observe)
 
     def snapshot(self) -> dict[str, Any]:
         """The full state as JSON data, with the OpenEnv `episode_id` and `step_count`."""

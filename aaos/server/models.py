@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import PydanticCustomError, core_schema
+from pydantic_core import PydanticCustomError, core_schema, to_json
 
 import aaos
 from aaos.core.env import JointAction
@@ -64,6 +64,19 @@ class BoundedDepth(BaseModel):
             raise PydanticCustomError("json_too_deep", "JSON nested deeper than {limit} levels",
                                       {"limit": MAX_JSON_DEPTH})
         return data
+
+
+def integral(value: Any) -> Any:
+    """Decoded JSON with every number that has no fractional part as an int (2.0 -> 2): JSON has one number
+    type, and JSON Schema's "integer" is any number without a fraction. Strict validation then still refuses
+    2.5, true and "5" for an integer. Call it on data no deeper than MAX_JSON_DEPTH."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: integral(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [integral(item) for item in value]
+    return value
 
 
 def error_messages(errors: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -150,8 +163,10 @@ class WireAction(Action, BoundedDepth):
         return handler(AAOSAction.__pydantic_core_schema__)
 
     def typed(self, env: str) -> JointActionBase:
-        """This action validated as `env`'s typed joint action (ValidationError saying what is wrong)."""
-        return action_model(env).model_validate(self.model_dump())
+        """This action validated as `env`'s typed joint action (ValidationError saying what is wrong), strictly
+        as JSON: no coercion between JSON types (`true`, `"5"` or `2.5` is not an integer; a number without a
+        fraction, 2 or 2.0, is). Strings still become the enum members they name."""
+        return action_model(env).model_validate_json(to_json(integral(self.model_dump())), strict=True)
 
 
 class AAOSObservation(Observation):
@@ -180,13 +195,42 @@ SessionId = Annotated[str, Field(min_length=1, max_length=100, description="From
 
 
 class Request(BoundedDepth):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields are refused, and so is any value of the wrong JSON type (strict mode:
+    `true`, `"5"` or `2.5` for an integer field is a 422 naming the field, never coerced; 2.0 is the integer 2,
+    as in JSON Schema)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _integral_numbers(cls, data: Any) -> Any:
+        return data if json_depth_exceeds(data, MAX_JSON_DEPTH) else integral(data)
+
+
+def _episode_choices(schema: dict[str, Any]) -> None:
+    """Add the valid env/task/scenario (and, where the schema has it, `roles`) combinations to a JSON schema,
+    for clients and fuzzers: without `env`, the default environment's (or, resetting a session, its
+    environment's: checked then); with it, that environment's. Computed when the schema is asked for, so it
+    lists every environment registered by then."""
+
+    def choice(env: str | None) -> dict[str, Any]:
+        spec = aaos.spec(env or aaos.DEFAULT_ENV)
+        properties: dict[str, Any] = {"env": {"const": env} if env else {"type": "null"},
+                                      "task": {"enum": [None, *(t.id for t in spec.tasks)]},
+                                      "scenario": {"enum": [None, *(s.id for s in spec.scenarios)]}}
+        if "roles" in schema.get("properties", {}):
+            properties["roles"] = {"anyOf": [{"type": "null"}, {"type": "array", "items": {"enum": list(spec.roles)}}]}
+        return {"properties": properties, "required": ["env"] if env else []}
+
+    schema["anyOf"] = [choice(None), *(choice(env) for env in aaos.env_ids())]
 
 
 class EpisodeParams(Request):
     """Which episode to start; a field left out keeps the session's current value (new sessions: the
     default environment with its default task and scenario, seed 0). Choosing another environment starts
     from its defaults."""
+
+    model_config = ConfigDict(json_schema_extra=_episode_choices)
 
     env: str | None = Field(default=None, max_length=100, description=(
         f"Environment id (GET /envs lists them; default {aaos.DEFAULT_ENV!r})."))
@@ -197,12 +241,22 @@ class EpisodeParams(Request):
     episode_id: str | None = Field(default=None, max_length=255, description="Your label for the episode.")
 
 
-class ResetRequest(EpisodeParams):
+class ViewChoice(Request):
+    """Lean answers: which part of the observation to send back (aaos.server.wire.Lean applies it)."""
+
+    roles: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=64, description=(
+        "Send only these roles' views (agent_observations cut down to them; every other observation key and the "
+        "info stay); null: every role. A name that is not a role of the session's environment is a 422."))
+    observe: bool = Field(default=True, description=(
+        "false: send no observation (\"observation\": null); reward, done and info still come."))
+
+
+class ResetRequest(EpisodeParams, ViewChoice):
     session_id: SessionId | None = Field(default=None, description=(
         "Reset this existing session instead of opening a new one."))
 
 
-class StepRequest(Request):
+class StepRequest(ViewChoice):
     session_id: SessionId
     action: WireAction = Field(default_factory=WireAction, description=(
         "The joint action of the session's environment: role -> {action_type, payload}; roles left out do "
@@ -215,13 +269,14 @@ class CloseRequest(Request):
 
 class ResetResponse(BaseModel):
     session_id: str = Field(description="Pass it to /step, /state and /close.")
-    observation: dict[str, Any] = Field(description="The first observation.")
+    observation: dict[str, Any] | None = Field(description="The first observation (as `roles`/`observe` asked).")
     reward: None = Field(default=None, description="Always null after a reset.")
     done: bool = False
 
 
 class StepResponse(BaseModel):
-    observation: dict[str, Any] = Field(description="The next observation, for every role.")
+    observation: dict[str, Any] | None = Field(description=(
+        "The next observation: every role's view, or as `roles`/`observe` asked."))
     reward: float = Field(description="Reward delivered this step: 0.6 of the score's increment plus any released "
                                       "held share; negative when the score fell. An episode's rewards sum to its "
                                       "final score.")
@@ -242,6 +297,14 @@ class Invalid(BaseModel):
     detail: list[str] = Field(description="One message per problem, naming the field.")
 
 
+class InvalidAction(ValueError):
+    """A joint action the environment would reject as input; nothing was changed."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid joint action: " + "; ".join(problems))
+
+
 class InvalidParams(ValueError):
     """Reset parameters that name no registered environment, or a task or scenario it does not have."""
 
@@ -258,7 +321,7 @@ def episode_params(**fields: Any) -> EpisodeParams:
         raise InvalidParams(error_messages(error.errors())) from None
 
 
-def _one_of(choices: Sequence[str]) -> str:
+def one_of(choices: Sequence[str]) -> str:
     quoted = [repr(choice) for choice in choices]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
@@ -266,17 +329,17 @@ def _one_of(choices: Sequence[str]) -> str:
 def check_episode(params: EpisodeParams, current_env: str) -> str:
     """The environment the parameters choose (their env, else `current_env`), once its task and scenario
     are checked against its spec; InvalidParams naming the valid choices otherwise."""
-    env = params.env or current_env
+    env = current_env if params.env is None else params.env
     if env not in aaos.env_ids():
-        raise InvalidParams([f"env: Input should be {_one_of(aaos.env_ids())}"])
+        raise InvalidParams([f"env: Input should be {one_of(aaos.env_ids())}"])
     spec = aaos.spec(env)
     problems = []
     tasks = [t.id for t in spec.tasks]
     if params.task is not None and params.task not in tasks:
-        problems.append(f"task: Input should be {_one_of(tasks)} (the tasks of {env!r})")
+        problems.append(f"task: Input should be {one_of(tasks)} (the tasks of {env!r})")
     scenarios = [s.id for s in spec.scenarios]
     if params.scenario is not None and params.scenario not in scenarios:
-        problems.append(f"scenario: Input should be {_one_of(scenarios)} (the scenarios of {env!r})")
+        problems.append(f"scenario: Input should be {one_of(scenarios)} (the scenarios of {env!r})")
     if problems:
         raise InvalidParams(problems)
     return env

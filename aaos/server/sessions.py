@@ -1,44 +1,80 @@
-"""The HTTP session store: one environment per session, capped in number and expired when idle.
+"""The session store: one environment per session, capped in number overall and per client, expired when idle,
+and evicted when idle under pressure.
 
-Time comes from an injected monotonic clock, so tests can advance it without sleeping. The store's map
-is guarded by one lock; each session's environment (AAOSEnvironment) locks its own reset and step.
+The policy, in the order `open` applies it:
+
+1. Sessions idle for longer than `ttl` are gone (expired).
+2. A client (one network address) holding `max_per_client` sessions is refused (`ClientLimit`, HTTP 429)
+   until it closes one or one of its own expires; it never pushes out another client's sessions.
+3. When all `max_sessions` slots are taken, the session idle the longest is evicted if it has been idle for
+   at least `evict_after` seconds; otherwise the request is refused (`AtCapacity`, HTTP 503).
+
+Both refusals carry `retry_after`: the whole seconds until a slot would free up if nothing else changed (the
+client's own longest-idle session expiring; any session becoming evictable). Time comes from an injected
+monotonic clock, so tests can advance it without sleeping. The store's map is guarded by one lock; each
+session's environment (AAOSEnvironment) locks its own reset and step.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aaos.server.environment import AAOSEnvironment
 
 Clock = Callable[[], float]
 DEFAULT_MAX_SESSIONS = 256
+DEFAULT_MAX_PER_CLIENT = 32
 DEFAULT_TTL = 1800.0
+DEFAULT_EVICT_AFTER = 300.0
+UNKNOWN_CLIENT = "unknown"
+"""The client address of a request whose peer address the server does not know (all such share one allowance)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SessionConfig:
-    """max_sessions: open HTTP sessions at once (WebSocket and MCP sessions have the same cap of their own);
-    ttl: seconds a session may stay idle before it expires."""
+    """How many sessions, for how long.
+
+    max_sessions: open sessions at once (HTTP sessions, WebSocket connections and MCP sessions each have a pool
+        of this size).
+    max_per_client: sessions one client address may hold in a pool.
+    ttl: seconds a session may stay idle before it expires.
+    evict_after: seconds of idleness after which a full pool gives the session to a newcomer (at or above the
+        ttl: never, sessions expire first).
+    hide_state: GET /state answers 403, so that an agent under benchmark cannot read the ground truth.
+    """
 
     max_sessions: int = DEFAULT_MAX_SESSIONS
     ttl: float = DEFAULT_TTL
+    max_per_client: int = DEFAULT_MAX_PER_CLIENT
+    evict_after: float = DEFAULT_EVICT_AFTER
+    hide_state: bool = False
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions}")
+        if self.max_per_client < 1:
+            raise ValueError(f"max_per_client must be at least 1, got {self.max_per_client}")
         if self.ttl <= 0:
             raise ValueError(f"the session ttl must be positive, got {self.ttl}")
+        if self.evict_after < 0:
+            raise ValueError(f"evict_after must not be negative, got {self.evict_after}")
 
     @classmethod
     def from_env(cls) -> SessionConfig:
-        """From AAOS_MAX_SESSIONS and AAOS_SESSION_TTL (seconds), each optional."""
-        return cls(max_sessions=_env_number("AAOS_MAX_SESSIONS", int, DEFAULT_MAX_SESSIONS),
-                   ttl=_env_number("AAOS_SESSION_TTL", float, DEFAULT_TTL))
+        """From AAOS_MAX_SESSIONS, AAOS_MAX_SESSIONS_PER_CLIENT, AAOS_SESSION_TTL and AAOS_EVICT_AFTER (seconds),
+        and AAOS_HIDE_STATE (1/true/yes/on or 0/false/no/off), each optional."""
+        return cls(max_sessions=int(_env_number("AAOS_MAX_SESSIONS", int, DEFAULT_MAX_SESSIONS)),
+                   ttl=_env_number("AAOS_SESSION_TTL", float, DEFAULT_TTL),
+                   max_per_client=int(_env_number("AAOS_MAX_SESSIONS_PER_CLIENT", int, DEFAULT_MAX_PER_CLIENT)),
+                   evict_after=_env_number("AAOS_EVICT_AFTER", float, DEFAULT_EVICT_AFTER),
+                   hide_state=_env_flag("AAOS_HIDE_STATE"))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> float:
@@ -51,19 +87,56 @@ def _env_number(name: str, kind: type[int] | type[float], default: float) -> flo
         raise ValueError(f"{name} must be a number ({kind.__name__}), got {raw!r}") from None
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _env_flag(name: str) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw not in _TRUE + _FALSE:
+        raise ValueError(f"{name} must be one of {', '.join(_TRUE + _FALSE[1:])}, got {raw!r}")
+    return raw in _TRUE
+
+
 class UnknownSession(LookupError):
-    """No open session has this id (never opened, closed, or expired)."""
+    """No open session has this id (never opened, closed, expired or evicted)."""
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"unknown or expired session_id {session_id[:100]!r}; POST /reset to open a new session")
+        super().__init__(f"unknown or expired session_id {session_id[:100]!r} (sessions live in this server's "
+                         "memory: closed, expired, evicted and restarted-away sessions are gone); POST /reset to "
+                         "open a new session")
 
 
-class AtCapacity(RuntimeError):
-    """Every session slot is taken."""
+class Refused(RuntimeError):
+    """A session was not opened; `retry_after` is the whole seconds until one could be."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"all {limit} sessions are in use; close one (POST /close), reuse one "
-                         f"(POST /reset with its session_id) or retry after idle sessions expire")
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class AtCapacity(Refused):
+    """Every session slot is taken and no session has been idle long enough to be evicted."""
+
+    def __init__(self, limit: int, retry_after: int) -> None:
+        super().__init__(f"all {limit} sessions are in use; close one (POST /close), reuse one (POST /reset with "
+                         f"its session_id) or retry in {retry_after} s", retry_after)
+
+
+class ClientLimit(Refused):
+    """This client already holds as many sessions as one client may."""
+
+    def __init__(self, limit: int, retry_after: int) -> None:
+        super().__init__(f"this client already holds {limit} sessions, the most one client may; close one "
+                         f"(POST /close), reuse one (POST /reset with its session_id) or retry in {retry_after} s "
+                         "when your longest-idle one expires", retry_after)
+
+
+class StateHidden(PermissionError):
+    """The server hides the ground truth from its clients."""
+
+    def __init__(self) -> None:
+        super().__init__("this server hides the ground truth (started with --hide-state or AAOS_HIDE_STATE=1, as for "
+                         "a benchmark): GET /state is refused; an agent gets the observations only")
 
 
 @dataclass(slots=True)
@@ -73,10 +146,16 @@ class Session:
     id: str
     env: AAOSEnvironment
     last_used: float
+    client: str = UNKNOWN_CLIENT
+
+
+def _whole_seconds(seconds: float) -> int:
+    """A Retry-After value: whole seconds, at least 1."""
+    return max(1, math.ceil(seconds))
 
 
 class SessionStore:
-    """Open, look up, close and expire sessions."""
+    """Open, look up, close, expire and evict sessions (the module docstring gives the policy)."""
 
     def __init__(self, config: SessionConfig, clock: Clock = time.monotonic) -> None:
         self.config = config
@@ -89,14 +168,25 @@ class SessionStore:
             self._expire(self._clock())
             return len(self._sessions)
 
-    def open(self, env: AAOSEnvironment) -> Session:
-        """Store an environment under a new session id; AtCapacity if every slot is taken."""
+    def open(self, env: AAOSEnvironment, client: str | None = None) -> Session:
+        """Store an environment under a new session id for `client` (its network address; None: unknown),
+        evicting the longest-idle session if the store is full and it has been idle `evict_after` seconds.
+        ClientLimit or AtCapacity, with the seconds to wait, if it cannot."""
+        client = client or UNKNOWN_CLIENT
         with self._lock:
             now = self._clock()
             self._expire(now)
-            if len(self._sessions) >= self.config.max_sessions:
-                raise AtCapacity(self.config.max_sessions)
-            session = Session(secrets.token_urlsafe(18), env, now)
+            config = self.config
+            own = [s.last_used for s in self._sessions.values() if s.client == client]
+            if len(own) >= config.max_per_client:
+                raise ClientLimit(config.max_per_client, _whole_seconds(min(own) + config.ttl - now))
+            if len(self._sessions) >= config.max_sessions:
+                idlest = min(self._sessions.values(), key=lambda s: s.last_used)
+                if now - idlest.last_used < config.evict_after:
+                    frees_at = idlest.last_used + min(config.evict_after, config.ttl)
+                    raise AtCapacity(config.max_sessions, _whole_seconds(frees_at - now))
+                del self._sessions[idlest.id]
+            session = Session(secrets.token_urlsafe(18), env, now, client)
             self._sessions[session.id] = session
             return session
 
@@ -110,6 +200,13 @@ class SessionStore:
                 raise UnknownSession(session_id)
             session.last_used = now
             return session
+
+    def ground_truth(self, session_id: str) -> dict[str, Any]:
+        """The session's full state (AAOSEnvironment.snapshot); StateHidden when the configuration hides it,
+        whether or not the session exists."""
+        if self.config.hide_state:
+            raise StateHidden
+        return self.get(session_id).env.snapshot()
 
     def close(self, session_id: str) -> None:
         """Forget a session; UnknownSession if there is none."""

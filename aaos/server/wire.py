@@ -1,0 +1,71 @@
+"""What every API surface (HTTP, WebSocket, MCP) puts on the wire beyond the simulation itself: lean
+observations (only the views a client asked for, or none) and error messages that never echo long input.
+
+A client that plays one role, or only needs rewards, asks for less: `roles` keeps the views of those roles
+only (`agent_observations` is cut down; every other observation key stays), `observe=False` sends no
+observation at all (`"observation": null`; reward, done and info still come). The default is the full
+observation, as OpenEnv clients expect. `Lean.of` checks a request's choice against the session's
+environment; `Lean.observation` and `Lean.result` apply it, the same way on every surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aaos
+from aaos.core.env import Observation, StepResult
+from aaos.server.models import MAX_MESSAGES, InvalidParams
+
+MAX_ECHO_CHARS = 200
+"""An error message is cut to this many characters, so that an error about a huge input is never huge."""
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def clipped(messages: Sequence[str]) -> list[str]:
+    """At most MAX_MESSAGES messages, each clipped."""
+    return [clip(message) for message in messages[:MAX_MESSAGES]]
+
+
+@dataclass(frozen=True, slots=True)
+class Lean:
+    """Which part of the observation a client asked for. roles: the roles whose views to keep (None: every
+    role); observe: False for no observation at all."""
+
+    roles: tuple[str, ...] | None = None
+    observe: bool = True
+
+    @classmethod
+    def of(cls, env: str, roles: Sequence[str] | None, observe: bool = True) -> Lean:
+        """The choice, checked against environment `env`'s roles: InvalidParams naming the valid roles if
+        `roles` names another (nothing has been changed yet when it raises)."""
+        if roles is None:
+            return cls(None, observe)
+        valid = aaos.spec(env).roles
+        unknown = [role for role in roles if role not in valid]
+        if unknown:
+            raise InvalidParams([f"roles: {clip(repr(role))} is not a role of {env!r}; the roles are "
+                                 f"{', '.join(valid)}" for role in unknown[:MAX_MESSAGES]])
+        return cls(tuple(dict.fromkeys(roles)), observe)
+
+    def observation(self, observation: Observation | None) -> Observation | None:
+        """The observation as asked for: None when not observing, else with only the chosen roles' views."""
+        if not self.observe or observation is None:
+            return None
+        if self.roles is None:
+            return observation
+        views = observation["agent_observations"]
+        return {**observation, "agent_observations": {role: views[role] for role in self.roles}}
+
+    def result(self, result: StepResult) -> dict[str, Any]:
+        """A step result as the HTTP API and the MCP `joint_action` tool return it: observation (as asked
+        for), reward, done, info."""
+        return {"observation": self.observation(result.observation), "reward": result.reward,
+                "done": result.done, "info": result.info}

@@ -1,0 +1,127 @@
+"""The wire is strict (no coercion between JSON types), bodies must be UTF-8 JSON, and a server can hide the
+ground truth (--hide-state / AAOS_HIDE_STATE): each against a real server on loopback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from helpers import serving
+
+from aaos.server.app import create_app
+from aaos.server.background import BackgroundServer
+from aaos.server.sessions import SessionConfig
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with BackgroundServer(create_app(SessionConfig(max_sessions=64, max_per_client=64))) as server, \
+            httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+
+
+def open_session(http: httpx.Client, **params: Any) -> str:
+    response = http.post("/reset", json=params)
+    assert response.status_code == 200, response.text
+    return response.json()["session_id"]
+
+
+def approve(amount: Any) -> dict[str, Any]:
+    payload = {"amount": amount, "resource_type": "compute"}
+    return {"operations": {"action_type": "approve_resource", "payload": payload}}
+
+
+@pytest.mark.parametrize("seed", [True, False, "5", 2.5, [3], {"n": 3}])
+def test_reset_refuses_a_seed_of_the_wrong_json_type(http: httpx.Client, seed: Any) -> None:
+    response = http.post("/reset", json={"seed": seed})
+    assert response.status_code == 422
+    assert response.json()["detail"][0].startswith("seed: Input should be a valid integer")
+
+
+def test_a_number_without_a_fraction_is_an_integer_as_in_json_schema(http: httpx.Client) -> None:
+    session_id = open_session(http, seed=7.0)
+    assert http.get("/state", params={"session_id": session_id}).json()["seed"] == 7
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"task": 3}, "task: Input should be a valid string"),
+    ({"episode_id": True}, "episode_id: Input should be a valid string"),
+    ({"session_id": 12345}, "session_id: Input should be a valid string"),
+])
+def test_reset_refuses_numbers_and_booleans_for_strings(http: httpx.Client, body: dict[str, Any], words: str) -> None:
+    response = http.post("/reset", json=body)
+    assert response.status_code == 422 and response.json()["detail"] == [words]
+
+
+@pytest.mark.parametrize("amount", [True, "5", 5.5, None])
+def test_step_refuses_a_payload_integer_of_the_wrong_json_type_and_changes_nothing(http: httpx.Client,
+                                                                                   amount: Any) -> None:
+    session_id = open_session(http, seed=2)
+    before = http.get("/state", params={"session_id": session_id}).json()
+    response = http.post("/step", json={"session_id": session_id, "action": approve(amount)})
+    assert response.status_code == 422
+    assert response.json()["detail"][0].startswith("action.operations.approve_resource.payload.amount: Input "
+                                                   "should be a valid integer")
+    assert http.get("/state", params={"session_id": session_id}).json() == before
+
+
+@pytest.mark.parametrize("amount", [5, 5.0])
+def test_a_json_integer_and_a_string_literal_are_still_accepted(http: httpx.Client, amount: float) -> None:
+    session_id = open_session(http, seed=2)
+    response = http.post("/step", json={"session_id": session_id, "action": approve(amount)})
+    assert response.status_code == 200
+    assert response.json()["info"]["action_results"]["operations"]["action_type"] == "approve_resource"
+
+
+# --- bodies that are not UTF-8 JSON ---------------------------------------------------------------------------
+
+DOCUMENT = '{"episode_id": "caf\u00e9 \u00b1", "seed": 1}'
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "latin-1", "cp1252"])
+@pytest.mark.parametrize("path", ["/reset", "/step", "/close"])
+def test_a_body_that_is_not_utf8_is_a_400(http: httpx.Client, encoding: str, path: str) -> None:
+    response = http.post(path, content=DOCUMENT.encode(encoding), headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.json() == {"detail": "the request body is not UTF-8: send JSON encoded as UTF-8"}
+
+
+def test_the_same_document_in_utf8_opens_a_session(http: httpx.Client) -> None:
+    response = http.post("/reset", content=DOCUMENT.encode(), headers={"content-type": "application/json"})
+    assert response.status_code == 200
+    state = http.get("/state", params={"session_id": response.json()["session_id"]}).json()
+    assert (state["episode_id"], state["seed"]) == ("caf\u00e9 \u00b1", 1)
+
+
+# --- hiding the ground truth -----------------------------------------------------------------------------------
+
+
+def test_a_server_that_hides_the_state_refuses_get_state_but_plays_on() -> None:
+    with BackgroundServer(create_app(SessionConfig(hide_state=True))) as server, \
+            httpx.Client(base_url=server.url, timeout=30) as http:
+        session_id = open_session(http, seed=4)
+        assert http.post("/step", json={"session_id": session_id, "action": {}}).status_code == 200
+        for asked in (session_id, "no-such-session"):
+            response = http.get("/state", params={"session_id": asked})
+            assert response.status_code == 403
+            assert "hides the ground truth" in response.json()["detail"]
+        assert http.post("/close", json={"session_id": session_id}).status_code == 200
+
+
+@pytest.mark.parametrize(("variables", "options"), [({"AAOS_HIDE_STATE": "1"}, ()), ({}, ("--hide-state",))],
+                         ids=["variable", "flag"])
+def test_aaos_serve_hides_the_state_by_variable_or_flag(variables: dict[str, str], options: tuple[str, ...]) -> None:
+    environment = {key: value for key, value in os.environ.items() if key != "AAOS_HIDE_STATE"}
+    with serving({**environment, **variables}, *options) as url, httpx.Client(base_url=url, timeout=30) as http:
+        session_id = open_session(http)
+        response = http.get("/state", params={"session_id": session_id})
+        assert response.status_code == 403 and "AAOS_HIDE_STATE=1" in response.json()["detail"]
+
+
+def test_aaos_serve_shows_the_state_by_default() -> None:
+    environment = {key: value for key, value in os.environ.items() if key != "AAOS_HIDE_STATE"}
+    with serving(environment) as url, httpx.Client(base_url=url, timeout=30) as http:
+        assert http.get("/state", params={"session_id": open_session(http)}).status_code == 200
