@@ -198,7 +198,9 @@ def test_a_hang_up_mid_stream_logs_no_error(app: FastAPI, server: BackgroundServ
     finally:
         for logger in loggers:
             logger.removeHandler(records)
-    assert [record.getMessage() for record in records.records] == []
+    # the test's own client, whose socket is shut down under it, may log its reader's EOF: only the server counts
+    server_records = [r for r in records.records if not r.name.startswith("websockets.client")]
+    assert [record.getMessage() for record in server_records] == []
 
 
 def test_at_capacity_the_client_reads_why_before_the_socket_closes(app: FastAPI, server: BackgroundServer) -> None:

@@ -476,6 +476,26 @@ def test_the_report_judges_the_score_against_the_champion_on_the_same_seed(polic
     assert outputs[-1]["attention"] == ""  # in the report now, not twice
 
 
+@pytest.mark.parametrize("policy", ["noop", "heuristic"])
+def test_the_org_report_names_what_the_organisation_missed(policy: str) -> None:
+    session = reset(task="full_episode", seed=0)["session"]
+    report = list(play.run_agent(None, session, policy, 0, "engineer", None, False))[-1]["report"]["value"]
+    state = session.env.state()
+    undelivered = [w["id"] for w in state["work"] if w["risk_id"] is None and w["status"] != "completed"]
+    late = [w["id"] for w in state["work"] if w["risk_id"] is None and w["status"] == "completed"
+            and w["completed_step"] > w["deadline"]]
+    open_incidents = [i["id"] for i in state["incidents"] if i["resolved_step"] is None]
+    unmitigated = [r["id"] for r in state["risks"] if r["status"] != "mitigated"
+                   and r["definition"]["noticeable_from"] <= state["step"]]
+    missed = undelivered + late + open_incidents + unmitigated
+    assert "What the organisation missed" in report
+    for item in missed:
+        assert f"<code>{item}</code>" in report
+    assert ("Nothing: every task delivered on time" in report) == (not missed)
+    if policy == "noop":
+        assert undelivered and open_incidents and unmitigated  # doing nothing misses something of every kind
+
+
 def test_step_numbers_agree_between_status_message_logs_and_timeline() -> None:
     session = reset()["session"]
     step(session, "champion")

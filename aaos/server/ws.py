@@ -70,6 +70,8 @@ REFUSED_GRACE_S = 10.0
 before it reads (as openenv's clients do) still reads the CAPACITY_REACHED frame instead of a closed socket."""
 
 Frame = dict[str, Any]
+FULL = Lean()
+"""The answer a message that asks for nothing less gets: the whole observation."""
 
 _MESSAGE_FIELDS = {"reset": {"type", "data", "roles", "observe"}, "step": {"type", "data", "roles", "observe"},
                    "state": {"type"}, "close": {"type"}, "mcp": {"type", "data"}}
@@ -267,6 +269,8 @@ def _object_data(request: dict[str, Any], required: bool) -> dict[str, Any]:
 
 def _lean(env: str, fields: dict[str, Any]) -> Lean:
     """The lean choice (`roles`, `observe`) of a message, checked against environment `env`."""
+    if not fields:
+        return FULL
     try:
         choice = ViewChoice.model_validate(fields)
         return Lean.of(env, choice.roles, choice.observe)

@@ -117,9 +117,34 @@ def report(state: Mapping[str, Any]) -> str:
         "Incidents resolved": f"{sum(i['resolved_step'] is not None for i in incidents)} of {len(incidents)}",
         "Violations": str(len(state["violations"])),
     }
+    missed = missed_items(state)
     return (
         '<div class="aaos-world" id="aaos-report">'
         + section(f"Episode score {state['score']:.3f}", chips(state["components"]))
         + section("Outcome", chips(outcome))
+        + section("What the organisation missed", items(missed, "Nothing: every task delivered on time, every "
+                                                                "risk mitigated, every incident resolved."),
+                  len(missed))
         + "</div>"
     )
+
+
+def missed_items(state: Mapping[str, Any]) -> list[str]:
+    """What the episode left undone (HTML rows): tasks not delivered or delivered late, risks that could be noticed
+    and were never mitigated, incidents still open."""
+    step, rows = state["step"], []
+    for w in state["work"]:
+        if w["risk_id"] is not None or w["arrives"] > step:
+            continue
+        if w["status"] != "completed":
+            rows.append(f"Task <code>{esc(w['id'])}</code> {esc(humanize(w['name']))} not delivered "
+                        f"(deadline step {w['deadline']})")
+        elif w["completed_step"] > w["deadline"]:
+            rows.append(f"Task <code>{esc(w['id'])}</code> {esc(humanize(w['name']))} delivered late (step "
+                        f"{w['completed_step']}, deadline {w['deadline']})")
+    rows += [f"Risk <code>{esc(r['id'])}</code> {esc(humanize(r['definition']['name']))} never mitigated"
+             + (" (it escalated into an incident)" if r["escalated_step"] is not None else "")
+             for r in state["risks"] if r["status"] != "mitigated" and r["definition"]["noticeable_from"] <= step]
+    rows += [f"Incident <code>{esc(i['id'])}</code> {esc(i['definition']['title'])} still open"
+             for i in state["incidents"] if i["resolved_step"] is None]
+    return rows
