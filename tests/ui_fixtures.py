@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from aaos.core.trajectory import state_hash
-from aaos.ui import benchmark_tab, play
+from aaos.ui import agents, benchmark_tab, play
 from aaos.ui.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,13 @@ def _shown_title(label: str) -> str:
     return label.rsplit(" (", 1)[0]
 
 
+def _agent_description(label: str) -> str:
+    """The start of what the Space says of the agent picked by this label (or why it cannot run here)."""
+    return agents.describe(dict(agents.AGENTS)[label])[0][:40]
+
+
 SERVER_ANSWERS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "aaos-policy": ("#aaos-agent-help", _agent_description),  # it also opens Model settings, re-rendering them
     "aaos-role": ("#aaos-action-help", lambda label: f"({label})"),
     "aaos-action": ("#aaos-action-help", lambda label: f"{label} ("),
     "aaos-task": ("#aaos-status", _shown_title),
@@ -201,8 +207,9 @@ SERVER_ANSWERS: dict[str, tuple[str, Callable[[str], str]]] = {
 
 
 def pick(page: Page, elem_id: str, option: str) -> None:
-    """Choose an option of a Gradio dropdown by its shown label; for a choice the server answers (the role, the
-    action, the task, the scenario), wait for that answer, so that the next event starts from what it set."""
+    """Choose an option of a Gradio dropdown by its shown label; for a choice the server answers (the agent, the
+    role, the action, the task, the scenario), wait for that answer, so that the next event starts from what it
+    set."""
     page.locator(f"#{elem_id} input").click()
     page.get_by_role("option", name=option, exact=True).click()
     expect(page.locator(f"#{elem_id} input")).to_have_value(option)
