@@ -76,6 +76,24 @@ def test_salt_redraws_every_holdout_variant(monkeypatch: pytest.MonkeyPatch, sce
         assert _salted(monkeypatch, SALT + "-other", scenario, seed) != salted, "another salt, another variant"
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_no_risk_of_a_variant_spells_another_risk(scenario: str) -> None:
+    """Flagging one risk shows its remediation task to every role; its name must not spell another risk, which may
+    still be hidden (a holdout variant's extra risk once copied the remediation of the risk it was drawn from)."""
+    seeds = [*range(3), *split_seeds("holdout", 40)]
+    for seed in seeds:
+        env = aaos.make(ATTACK_TASK, scenario=scenario, seed=seed)
+        env.reset()
+        risks = env.state()["risks"]
+        for risk in risks:
+            shown = json.dumps(risk["definition"]["remediation"])
+            for other in risks:
+                if other is not risk:
+                    d = other["definition"]
+                    spelled = [text for text in (d["id"], d["name"], d["description"]) if text in shown]
+                    assert not spelled, f"{scenario} seed {seed}: {risk['id']}'s remediation spells {spelled}"
+
+
 def test_fingerprint_is_not_the_salt(monkeypatch: pytest.MonkeyPatch) -> None:
     assert salt_fingerprint() is None
     monkeypatch.setenv(HOLDOUT_SALT_ENV, SALT)

@@ -24,8 +24,10 @@ from aaos.envs.org.world import World, build_world
 
 DEFAULT_TASK = "full_episode"
 DEFAULT_SCENARIO = "product_launch_failure"
-VERSION = "2"
-"""2: fixed horizons, aimed metric queries that take a role's turn, late risks (1: the first release)."""
+VERSION = "3"
+"""3: a holdout variant's extra risk no longer opens a remediation task named after the risk it copies (which
+spelled that risk while still hidden); 2: fixed horizons, aimed metric queries that take a role's turn, late
+risks (1: the first release)."""
 REWARD_VERSION = "2"
 """2: potential-based reward (return = score), risks counted from noticeable_from, penalty as 1/(1+P)."""
 

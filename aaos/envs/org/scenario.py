@@ -215,6 +215,7 @@ def _scale(r: random.Random, amount: int, spread: float) -> int:
 HOLDOUT_EXTRA_RISK_CHANCE = 0.6
 """Chance that a holdout variant carries one more risk than its file (a copy of one, re-timed and re-aimed)."""
 HOLDOUT_EXTRA_RISK_ID = "risk_recurrence"
+HOLDOUT_EXTRA_RISK_NAME = "recurring_problem"
 HOLDOUT_RISK_SPAN = (6, 42)
 """Steps between which a holdout variant's extra risk becomes noticeable."""
 HOLDOUT_EVENT_SHIFT = 3
@@ -283,8 +284,9 @@ def _holdout_variant(scenario: Scenario, r: random.Random) -> Scenario:
         model = r.choice(scenario.risks)
         extra = _reaimed(r, model, r.randint(*HOLDOUT_RISK_SPAN))
         risks.append(extra.model_copy(update={  # named apart from the original, so that neither gives the other away
-            "id": HOLDOUT_EXTRA_RISK_ID, "name": "recurring_problem",
-            "description": "A problem seen before comes back, in another system."}))
+            "id": HOLDOUT_EXTRA_RISK_ID, "name": HOLDOUT_EXTRA_RISK_NAME,  # its remediation task included
+            "description": "A problem seen before comes back, in another system.",
+            "remediation": extra.remediation.model_copy(update={"name": f"fix_{HOLDOUT_EXTRA_RISK_NAME}"})}))
     events = [e.model_copy(update={"step": _jitter_int(r, e.step, HOLDOUT_EVENT_SHIFT, 1) if e.step else 0})
               for e in scenario.events]
     resources = {k: _scale(r, scenario.resources[k], HOLDOUT_POOL_SPREAD) for k in RESOURCE_TYPES
