@@ -137,9 +137,9 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("string", '"hello"', "VALIDATION_ERROR"),
     ("null", "null", "VALIDATION_ERROR"),
     ("binary", b'{"type": "state"}', "INVALID_JSON"),
-    ("5000-deep array", "[" * 5000 + "]" * 5000, "VALIDATION_ERROR"),
+    ("5000-deep array", "[" * 5000 + "]" * 5000, "INVALID_JSON"),
     ("5000-deep action", '{"type": "step", "data": {"engineer": ' + "[" * 5000 + "]" * 5000 + "}}",
-     "VALIDATION_ERROR"),
+     "INVALID_JSON"),
     ("invalid JSON", "{garbage", "INVALID_JSON"),
     ("unknown type", {"type": "teleport"}, "UNKNOWN_TYPE"),
     ("type not a string", {"type": ["step"]}, "UNKNOWN_TYPE"),
@@ -164,6 +164,13 @@ def test_a_malformed_frame_gets_a_typed_error_and_the_connection_stays_usable(
         assert error["data"]["message"]
         after = ask(ws, {"type": "step", "data": QUERY})
         assert after["type"] == "observation" and after["data"]["observation"]["step_count"] == 1
+
+
+def test_json_nested_too_deep_is_refused_with_the_limit_to_stay_under(server: BackgroundServer) -> None:
+    with connect(ws_url(server)) as ws:
+        error = ask(ws, "[" * 5000 + "]" * 5000)
+        assert error["data"]["code"] == "INVALID_JSON"
+        assert "at most 1,024 levels deep" in error["data"]["message"]
 
 
 def test_error_messages_quote_only_a_short_prefix_of_the_input(server: BackgroundServer) -> None:

@@ -238,7 +238,8 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
     try:
         request = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {clip(str(error))}") from None
+        hint = " (arrays and objects may nest at most 1,024 levels deep)" if "depth limit" in str(error) else ""
+        raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {clip(str(error))}{hint}") from None
     if not isinstance(request, dict):
         raise BadMessage(WSErrorCode.VALIDATION_ERROR, 'a message must be a JSON object such as {"type": "step", '
                                                        f'"data": {{...}}}}, not {_JSON_KINDS[type(request)]}')
