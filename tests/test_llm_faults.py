@@ -71,6 +71,19 @@ def test_every_failure_falls_back_to_the_champion(mode: str, agent_mode: str) ->
         assert stats["repairs"] >= steps  # invalid answers got their repair turn before falling back
 
 
+@pytest.mark.parametrize("agent_mode", ["per_role", "compact"])
+def test_with_the_noop_fallback_a_failed_role_does_nothing_and_is_still_counted(agent_mode: str) -> None:
+    """What aaos train's evaluation uses, so that a model's score is its own: no champion to carry it."""
+    with serve(Script(modes=["not_json"])) as url:
+        policy = LLMPolicy(aaos.spec("org"), config(url, mode=agent_mode, max_retries=0, fallback="noop"))
+        results, score = play(policy)
+    stats = policy.stats.to_dict()
+    assert {r["action_type"] for r in results} == {"no_op"}
+    assert stats["decisions"] == {"primary": 0, "secondary": 0, "champion": len(results)}
+    assert stats["fallback_rate"] == 1.0
+    assert score == play(aaos.policies.make("noop"))[1]
+
+
 def test_rate_limits_are_retried_with_backoff() -> None:
     script = Script(modes=["rate_limit", "rate_limit", "ok"])
     with serve(script) as url:

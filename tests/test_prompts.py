@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import aaos
-from aaos.agents.prompts import EMPTY, SHOWN_APART, joint_messages, role_messages
+from aaos.agents.prompts import EMPTY, SHOWN_APART, compact_messages, joint_messages, role_messages
 from aaos.envs.org.prompting import VIEW_ORDER
 
 SPEC = aaos.spec("org")
@@ -95,3 +95,51 @@ def test_the_joint_prompt_tells_each_field_once_and_loses_nothing(scenario: str)
         assert len(user.split("Legal actions now")[0]) < six_views
         assert user.rstrip().split("\n")[-7] == (
             f"Step {observation['step_count']} of {observation['max_steps']}. Last actions:")
+
+
+def _without(value: Any, keys: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_without(v, keys) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("scenario", ["product_launch_failure", "vendor_outage_cascade"])
+def test_the_compact_prompt_keeps_every_fact_and_choice_once_in_fewer_characters(scenario: str) -> None:
+    omit = aaos.kit_of("org").prompting.compact_omit
+    assert omit and "id" not in omit
+    for observation in observations(scenario=scenario):
+        views = observation["agent_observations"]
+        system, user = (m["content"] for m in compact_messages(observation, SPEC))
+        assert "Rules:" not in system and all(role in system for role in views)
+        seen_text, legal_text = user.removeprefix("Seen:\n").split("\nLegal actions, by who may take them:\n")
+        seen = json.loads(seen_text)
+        firsts: dict[str, Any] = {}
+        for view in views.values():  # every item any role sees is there, less the omitted prose
+            for key, value in shown_view(view).items():
+                firsts.setdefault(key, value)
+                shown = _without(value, omit)
+                if isinstance(shown, list):
+                    assert all(item in seen[key] for item in shown), key
+                elif isinstance(shown, dict):
+                    assert all(seen[key][k] == v for k, v in shown.items()), key
+                else:  # a plain value that differs between roles: the first role's that shows it
+                    assert seen[key] == _without(firsts[key], omit), key
+        assert not any(f'"{key}":' in seen_text for key in omit)
+        lines = legal_text.rstrip().split("\n")
+        assert lines[-1] == f"Step {observation['step_count']} of {observation['max_steps']}."
+        offered: dict[str, dict[str, dict[str, Any]]] = {}
+        for line in lines[:-1]:
+            action, roles = line.rsplit(": ", 1)
+            name, fields = action.removesuffix(")").split("(")
+            choices = {field: "text" if options == "text" else options.split("|")
+                       for field, options in (part.split("=") for part in fields.split(",") if part)}
+            for role in roles.split(", "):
+                offered.setdefault(role, {})[name] = choices
+        assert offered == {role: {name: {field: options if options == "text" else [str(o) for o in options]
+                                         for field, options in fields.items()}
+                                  for name, fields in view["legal_actions"].items()}
+                           for role, view in views.items()}
+        assert len(lines) - 1 == len(set(lines[:-1]))  # each action signature once
+        assert len(user) < 0.6 * len(joint_messages(observation, SPEC)[1]["content"])

@@ -1,8 +1,9 @@
 """Language-model agents over any OpenAI-compatible chat-completions endpoint.
 
 Per-role mode asks one chat per role, each seeing only its own view, the six calls of a step
-concurrently; joint mode asks one chat for all roles. Every answer is parsed and validated against
-the spec and the role's legal actions; an invalid answer gets one repair turn quoting the error. A
+concurrently; joint mode asks one chat for all roles; compact mode is joint mode with the compact prompt
+(aaos.agents.prompts.compact_messages) that a small fine-tuned model reads quickly. Every answer is parsed
+and validated against the spec and the role's legal actions; an invalid answer gets one repair turn quoting the error. A
 role whose answer is still invalid falls to the next tier: the secondary model if configured, then
 the environment's champion. Each tier's use is counted.
 
@@ -20,20 +21,29 @@ import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import openai
 from openai.types.chat import ChatCompletion
 
 from aaos.agents.base import Action, Policy
-from aaos.agents.prompts import action_schema, joint_messages, joint_schema, repair_message, role_messages
+from aaos.agents.baselines import NoopPolicy
+from aaos.agents.prompts import (
+    action_schema,
+    compact_messages,
+    joint_messages,
+    joint_schema,
+    repair_message,
+    role_messages,
+)
 from aaos.core.actions import legal_problem
 from aaos.core.env import JointAction, Observation
 from aaos.core.spec import EnvSpec
 from aaos.envs import kit_of
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
-Mode = Literal["per_role", "joint"]
+Mode = Literal["per_role", "joint", "compact"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 TIERS = ("primary", "secondary", "champion")
 LAST_ERROR_CHARS = 300
@@ -94,6 +104,9 @@ class LLMConfig:
 
     response_format: "json_schema" (OpenAI structured outputs), "json_object" (JSON mode with a schema,
     as llama.cpp's server supports it) or "none" (prompt only).
+    fallback: who acts for a role whose every tier failed: the environment's champion (the Space, the
+    benchmark), or nobody ("noop": the role does nothing, so that a score is the model's own, as aaos train
+    evaluates). Either way the decision is counted as a fallback.
     """
 
     model: str
@@ -107,6 +120,7 @@ class LLMConfig:
     max_retries: int = 2
     backoff_s: float = 0.5
     seed: int | None = 0
+    fallback: Literal["champion", "noop"] = "champion"
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMConfig | None:
@@ -244,7 +258,7 @@ class LLMPolicy(Policy):
         self.spec = spec
         self.mode = primary.mode
         self.tiers = [_Tier(primary)] + ([_Tier(secondary)] if secondary is not None else [])
-        self.champion = kit_of(spec.id).champion()
+        self.champion = kit_of(spec.id).champion() if primary.fallback == "champion" else NoopPolicy()
         self.stats = CallStats()
         self.call_limit = call_limit
         self._loop: _LoopThread | None = None
@@ -265,7 +279,7 @@ class LLMPolicy(Policy):
 
     async def act_async(self, observation: Observation) -> JointAction:
         views = observation["agent_observations"]
-        if self.mode == "joint":
+        if self.mode != "per_role":
             return await self._joint(observation)
         decided = await asyncio.gather(*(self._decide_role(role, view) for role, view in views.items()))
         return dict(zip(views, decided, strict=True))
@@ -348,7 +362,7 @@ class LLMPolicy(Policy):
         legal = {role: view["legal_actions"] for role, view in views.items()}
         undecided = dict(views)
         decided: JointAction = {}
-        messages = joint_messages(observation, self.spec)
+        messages = (compact_messages if self.mode == "compact" else joint_messages)(observation, self.spec)
         for tier_name, tier in zip(TIERS, self.tiers, strict=False):
             try:
                 answer = await self._joint_answer(tier, messages, legal)

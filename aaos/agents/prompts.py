@@ -1,6 +1,9 @@
 """Prompts and output schemas for language-model agents (also used to build training data).
 
 Per-role mode: one chat per role, showing only that role's own view. Joint mode: one chat for all roles.
+Compact mode: one chat for all roles in as few tokens as the decision needs (what the roles see merged into one
+view, each legal action once with the roles that may take it, no rules or briefs), for small models that learn
+the rest from training data (aaos train) and for CPUs that read every token.
 What the model is told about the world, its rules and each role comes from the environment's kit
 (aaos.core.kit.Prompting). The output schemas constrain a model to the actions that are legal right now,
 with payload choices enumerated where they are finite.
@@ -165,6 +168,55 @@ def joint_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[str,
     )
     return [{"role": "system", "content": system},
             {"role": "user", "content": joint_user_prompt(observation, spec)}]
+
+
+def _merged(values: list[Any]) -> Any:
+    """One value for what several roles see of one field: dicts merged key by key, lists joined without
+    repeats (in the order the roles see them), otherwise the first role's value (in org only a role's own
+    last_query_step differs, which the environment checks for it anyway)."""
+    if all(isinstance(v, dict) for v in values):
+        keys = list(dict.fromkeys(k for v in values for k in v))
+        return {k: _merged([v[k] for v in values if k in v]) for k in keys}
+    if all(isinstance(v, list) for v in values):
+        seen: dict[str, Any] = {}
+        for item in (item for v in values for item in v):
+            seen.setdefault(_compact(item), item)
+        return list(seen.values())
+    return values[0]
+
+
+def _omitted(value: Any, keys: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _omitted(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_omitted(v, keys) for v in value]
+    return value
+
+
+def _compact_legal(views: dict[str, dict[str, Any]]) -> str:
+    """Every legal action once, as name(field=a|b|c,field=text), with the roles that may take it now."""
+    def fields(spec: dict[str, Any]) -> str:
+        return ",".join(f"{name}={'|'.join(map(str, options)) if isinstance(options, list) else 'text'}"
+                        for name, options in spec.items())
+    roles_of: dict[str, list[str]] = {}
+    for role, view in views.items():
+        for name, spec in view["legal_actions"].items():
+            roles_of.setdefault(f"{name}({fields(spec)})", []).append(role)
+    return "\n".join(f"{action}: {', '.join(roles)}" for action, roles in roles_of.items())
+
+
+def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[str, str]]:
+    """The chat for one joint decision in compact form (see the module docstring)."""
+    views = observation["agent_observations"]
+    told = prompting(spec)
+    merged = {key: _pruned(_merged([view[key] for view in views.values() if view.get(key) not in EMPTY]))
+              for key in _view_keys(next(iter(views.values())), told.view_order)
+              if any(view.get(key) not in EMPTY for view in views.values())}
+    system = f"{told.world.format(roles=', '.join(spec.roles))}\n" + JOINT_OUTPUT % spec.roles[0]
+    user = (f"Seen:\n{_compact(_omitted(merged, told.compact_omit))}\nLegal actions, by who may take them:\n"
+            f"{_compact_legal(views)}\n"
+            f"Step {observation['step_count']} of {observation['max_steps']}.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def repair_message(error: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import Any
 from tqdm import tqdm
 
 import aaos
+from aaos.agents.llm import MODES
 from aaos.bench import ray_backend
 from aaos.bench.hub import check_push_target, push_results
 from aaos.bench.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
@@ -34,7 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--model", help="model name for llm/guarded")
     p.add_argument("--base-url", default=DEFAULT_BASE_URL)
     p.add_argument("--secondary-model", help="fallback model on the same base URL before the champion")
-    p.add_argument("--mode", choices=("per_role", "joint"), default="per_role")
+    p.add_argument("--mode", choices=MODES, default="per_role")
     p.add_argument("--response-format", choices=("json_schema", "json_object", "none"), default="json_schema")
     p.add_argument("--env", default=aaos.DEFAULT_ENV, help=f"environment id (default {aaos.DEFAULT_ENV}; registered: "
                                                           "see aaos.env_ids(), AAOS_ENVS adds more)")
@@ -77,8 +78,8 @@ def add_parser(sub: Any) -> None:
 
 def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
     names = [*(args.policy or []), *(n.strip() for n in (args.policies or "").split(",") if n.strip())]
-    specs = [policy_spec(name, args.model, args.base_url, args.mode, args.response_format, args.secondary_model)
-             for name in dict.fromkeys(names or ["heuristic", "random", "noop"])]
+    specs = [policy_spec(name, args.model, args.base_url, args.mode, args.response_format, args.secondary_model,
+                         args.env) for name in dict.fromkeys(names or ["heuristic", "random", "noop"])]
     return {spec.name: spec for spec in specs}
 
 

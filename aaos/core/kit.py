@@ -42,12 +42,15 @@ class Prompting:
     briefs: role -> what that role is for and should do.
     view_order: the view fields a prompt shows, those that change least often first (a server that caches
         prompt prefixes then re-reads only the tail); other fields follow, sorted.
+    compact_omit: keys left out, at any depth, of the compact prompt (prose that repeats what ids and
+        choices already say, to a model that learns the world from training data).
     """
 
     world: str
     rules: str
     briefs: Mapping[str, str]
     view_order: tuple[str, ...] = ()
+    compact_omit: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Per-role mode: one decision per role, the chat built by `role_messages` from that role's view only, answered
 with that role's action. Joint mode: one decision for the whole step, the chat built by `joint_messages`,
-answered with every role's action. Answers are checked by the agent's own `decode` and `validate_answer`.
+answered with every role's action; compact mode the same with `compact_messages`. Answers are checked by
+the agent's own `decode` and `validate_answer`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aaos.agents.base import Action
-from aaos.agents.llm import InvalidAnswer, Mode, decode, validate_answer
-from aaos.agents.prompts import joint_messages, role_messages
+from aaos.agents.llm import MODES, InvalidAnswer, Mode, decode, validate_answer
+from aaos.agents.prompts import compact_messages, joint_messages, role_messages
 from aaos.core.env import JointAction, Observation
 from aaos.core.spec import EnvSpec
-
-MODES: tuple[Mode, ...] = ("per_role", "joint")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +36,8 @@ def decisions(observation: Observation, spec: EnvSpec, mode: Mode) -> list[Decis
     """The chats of one step: one per role (per_role) or one for all roles (joint)."""
     if mode == "joint":
         return [Decision(None, joint_messages(observation, spec))]
+    if mode == "compact":
+        return [Decision(None, compact_messages(observation, spec))]
     if mode == "per_role":
         return [Decision(role, role_messages(role, view, spec))
                 for role, view in observation["agent_observations"].items()]

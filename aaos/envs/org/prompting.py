@@ -62,4 +62,5 @@ PROMPTING = Prompting(
     rules=RULES,
     briefs=ROLE_BRIEFS,
     view_order=VIEW_ORDER,
+    compact_omit=frozenset({"name", "title", "description", "detail", "quality", "audited"}),
 )
