@@ -1,4 +1,4 @@
-"""Build step that ships the top-level data folders (scenarios/, assets/) inside the wheel, as aaos/_data/.
+"""Build step that ships the top-level data folders (scenarios/, assets/, results/) inside the wheel, as aaos/_data/.
 
 Everything else about the package is declared in pyproject.toml; aaos/data.py finds the folders at run time.
 """
@@ -9,7 +9,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-DATA_FOLDERS = ("scenarios", "assets")
+DATA_FOLDERS = ("scenarios", "assets", "results")
 
 
 class BuildWithData(build_py):

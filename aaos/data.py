@@ -1,7 +1,9 @@
-"""Where the data shipped beside the code lives: the scenario files and the Space's assets.
+"""Where the data shipped beside the code lives: the scenario files, the Space's assets and the committed
+training results (results/training/<env>/: the evidence the Training tab shows and the adapter the local agent
+loads).
 
-In a checkout (and an editable install) they are the top-level folders `scenarios/` and `assets/`; a wheel
-carries copies of both inside the package, under `aaos/_data/` (setup.py's build step puts them there).
+In a checkout (and an editable install) they are the top-level folders `scenarios/`, `assets/` and `results/`;
+a wheel carries copies of them inside the package, under `aaos/_data/` (setup.py's build step puts them there).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 SHIPPED = PACKAGE / "_data"
 CHECKOUT = PACKAGE.parent
-DATA_FOLDERS: tuple[str, ...] = ("scenarios", "assets")
+DATA_FOLDERS: tuple[str, ...] = ("scenarios", "assets", "results")
 
 
 def data_dir(name: str) -> Path:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_inference import END, START, STEP, run_inference
 from ui_fixtures import html_table, reset, run_benchmark
 
 import aaos
+from aaos.agents import local_model
 from aaos.agents.llm import LLMPolicy
 from aaos.agents.local_model import MODEL_NAME, missing, shared_server
+from aaos.bench.policies import LOCAL_UNTRAINED
 from aaos.ui import benchmark
 
 MAX_STEPS = next(t["max_steps"] for t in aaos.list_tasks() if t["id"] == "org_simulation")
@@ -37,18 +40,20 @@ def assert_accounted(stats: dict[str, object], steps: int, calls_per_step: int) 
 
 
 def test_the_space_benchmark_ranks_the_champion_random_and_the_local_model() -> None:
-    """What a user gets from the Benchmark tab with the local model installed: its per-role episode is played
-    (six concurrent calls a step, each role seeing only its own view) and ranked beside the baselines."""
+    """What a user gets from the Benchmark tab with the local model installed: the untrained model's per-role
+    episode is played (six concurrent calls a step, each role seeing only its own view) and ranked beside the
+    baselines."""
     session = reset()["session"]
-    last = run_benchmark(session, policies=("heuristic", "random", "local"), scenarios=("product_launch_failure",),
-                         splits=("train",), candidate="local", mode="per_role")[-1]
+    last = run_benchmark(session, policies=("heuristic", "random", "local-untrained"),
+                         scenarios=("product_launch_failure",), splits=("train",), candidate="local-untrained",
+                         mode="per_role")[-1]
     assert "Done: 3 episodes" in last["bench_status"], last["bench_status"]
     board = html_table(last["leaderboard"])
-    assert {row["Policy"] for row in board} == {"Champion", "Random", benchmark.NAMES[benchmark.LOCAL_NAME]}
+    assert {row["Policy"] for row in board} == {"Champion", "Random", benchmark.NAMES[LOCAL_UNTRAINED]}
     assert board[0]["Policy"] == "Champion"
     results = next(Path(p) for p in last["bench_files"]["value"] if Path(p).name == "results.jsonl")
     local = [r for r in map(json.loads, results.read_text(encoding="utf-8").splitlines())
-             if r["policy"] == benchmark.LOCAL_NAME]
+             if r["policy"] == LOCAL_UNTRAINED]
     assert len(local) == 1 and local[0]["error"] is None
     record = local[0]
     assert record["invalid_actions"] == 0 and 0.0 <= record["score"] <= 1.0
@@ -74,6 +79,42 @@ def test_the_local_model_plays_a_full_org_simulation_episode_in_joint_mode() -> 
     assert steps <= MAX_STEPS
     assert_accounted(policy.stats.to_dict(), steps, calls_per_step=1)
     assert 0.0 <= result.info["score"] <= 1.0
+
+
+def test_an_environment_with_a_shipped_adapter_gets_the_fine_tuned_local_agent_in_compact_mode(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Space's and the benchmark's `local` agent where `aaos train` shipped an adapter (here a small random
+    one, made without torch): its own llama.cpp server applies the adapter, and the agent reads the compact
+    prompt; the untrained model keeps its own server."""
+    save_file = pytest.importorskip("safetensors.numpy", reason="safetensors comes with the [train] extra").save_file
+    pytest.importorskip("gguf", reason="gguf is in the optional [train] extra")
+    from aaos.training.gguf_lora import write_gguf_lora
+
+    peft = tmp_path / "peft"
+    peft.mkdir()
+    rng = np.random.default_rng(0)
+    tensors = {f"base_model.model.model.layers.{i}.self_attn.q_proj.lora_{part}.weight": rng.normal(
+        0, 0.02, shape).astype(np.float32) for i in range(30) for part, shape in (("A", (2, 576)), ("B", (576, 2)))}
+    save_file(tensors, peft / "adapter_model.safetensors")
+    (peft / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 2, "lora_alpha": 4,
+                                                          "target_modules": ["q_proj"]}), encoding="utf-8")
+    adapter = write_gguf_lora(peft, tmp_path / "adapter.gguf")
+    monkeypatch.setattr(local_model, "trained_adapter", lambda env: adapter if env == "org" else None)
+    config = local_model.local_config("org", mode="per_role")
+    assert config.mode == "compact" and local_model.shared_server(adapter).base_url == config.base_url
+    assert local_model.shared_server().base_url != config.base_url
+    assert local_model.local_config("inbox", mode="joint").mode == "joint"  # no adapter there: the wheel's model
+    env = aaos.make("org_simulation", scenario="compliance_audit_crunch", seed=10000)
+    policy = LLMPolicy(env.spec, config)
+    observation = env.reset()
+    try:
+        for _ in range(2):
+            observation = env.step(policy.act(observation)).observation
+    finally:
+        policy.close()
+    stats = policy.stats.to_dict()
+    assert 2 <= stats["calls"] <= 4 and stats["decisions"]["primary"] > 0, stats
+    local_model.shared_server(adapter).stop()
 
 
 def test_inference_lines_with_the_local_model() -> None:

@@ -190,7 +190,7 @@ def test_the_local_model_starts_on_demand_with_a_note_while_it_starts(monkeypatc
     monkeypatch.setattr(play, "WAIT_NOTE_S", 0.3)
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["ok"])) as url:
-        def start(mode: str) -> LLMConfig:  # stands in for the real server, which takes seconds to load
+        def start(name: str, env: str, mode: str) -> LLMConfig:  # stands in for the real server (seconds to load)
             time.sleep(0.8)
             return LLMConfig(local_model.MODEL_NAME, url, mode=mode,  # type: ignore[arg-type]
                              response_format="json_object")
@@ -207,7 +207,7 @@ def test_the_local_model_starts_on_demand_with_a_note_while_it_starts(monkeypatc
 def test_the_local_model_failing_to_start_gives_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: None)
 
-    def fail(_mode: str) -> LLMConfig:
+    def fail(_name: str, _env: str, _mode: str) -> LLMConfig:
         raise RuntimeError("the local model server exited with code 1")
 
     monkeypatch.setattr(agents, "start_local", fail)

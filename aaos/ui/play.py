@@ -489,7 +489,7 @@ def _model_config(name: str, mode: str, model: str | None, base_url: str | None,
     server gives it once started), or a message saying what is missing."""
     if name == "openai":
         return agents.endpoint(model, base_url, token, mode)
-    return agents.local_problem() if name == "local" else None
+    return agents.local_problem() if name in agents.LOCAL_AGENTS else None
 
 
 def run_agent(request: gr.Request, session: Session | None, name: str, delay: float, role: str,
@@ -514,8 +514,9 @@ def run_agent(request: gr.Request, session: Session | None, name: str, delay: fl
         session.model_usage = None
         seed, env = session.meta.seed, session.meta.env
     try:
-        if name == "local":
-            starting = _in_thread(lambda: agents.start_local("joint" if mode == "joint" else "per_role"))
+        if name in agents.LOCAL_AGENTS:
+            chosen = "joint" if mode == "joint" else "per_role"
+            starting = _in_thread(lambda: agents.start_local(name, env, chosen))
             yield from _wait(session, run, starting, f"Starting the {agents.LOCAL_LABEL} server (first use only)")
             if _superseded(session, run):
                 return

