@@ -381,7 +381,7 @@ def test_on_a_phone_play_comes_first_and_nothing_overlaps(browser: Browser, spac
         stats = boxes(page, "#aaos-status .aaos-stat")
         assert len(stats) == 5 and all(s["right"] <= PHONE["width"] for s in stats)
         assert not any(overlap(a, b) for i, a in enumerate(stats) for b in stats[i + 1:])
-        for name in ("Play", "World", "Reward", "Logs", "Benchmark"):  # none hides behind the overflow menu
+        for name in ("Play", "World", "Reward", "Logs", "Benchmark", "Training"):  # none behind the overflow menu
             expect(page.get_by_role("tab", name=name)).to_be_visible()
         page.get_by_role("tab", name="Reward").click()
         expect(page.locator("#aaos-reward-plot canvas, #aaos-reward-plot svg").first).to_be_visible()

