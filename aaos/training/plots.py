@@ -73,8 +73,8 @@ def write_plots(run_dir: Path) -> list[Path]:
     bars = ax.bar(names, means, yerr=errors, capsize=4, color=["#9ca3af"] * 3 + ["#f59e0b", "#2563eb", "#16a34a"])
     for bar, row in zip(bars, rows, strict=True):
         if row.get("valid_action_rate") is not None:
-            ax.annotate(f"valid {100 * row['valid_action_rate']:.0f} %", (bar.get_x() + bar.get_width() / 2, 0.02),
-                        ha="center", fontsize=8, color="white")
+            ax.annotate(f"valid {100 * row['valid_action_rate']:.0f} %",
+                        (bar.get_x() + bar.get_width() / 2, row["ci_high"] + 0.03), ha="center", fontsize=8)
     ax.set(ylim=(0, 1), ylabel="holdout score (95 % CI)", title=f"Holdout: {title}")
     ax.tick_params(axis="x", labelsize=8, rotation=15)
     save(fig, "holdout.png")
