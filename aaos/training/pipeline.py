@@ -29,7 +29,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import random
 import shlex
 import shutil
 import time
@@ -201,22 +200,14 @@ def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict
     return [entry for entry in trainer.state.log_history if keep(entry)]
 
 
-def _seed_everything(seed: int) -> None:
-    import torch
-    from transformers import set_seed
-
-    random.seed(seed)
-    set_seed(seed)
-    torch.use_deterministic_algorithms(False)
-
-
 def sft(run_: Run) -> None:
     import torch
     from datasets import load_dataset
     from peft import LoraConfig
+    from transformers import set_seed
     from trl import SFTConfig, SFTTrainer
 
-    _seed_everything(run_.seed)
+    set_seed(run_.seed)
     preset = run_.preset
     rows = load_dataset("json", data_files=str(run_.out / "sft.jsonl"), split="train")
     data = rows.map(lambda row: {"prompt": row["messages"][:-1], "completion": row["messages"][-1:]},
@@ -227,8 +218,8 @@ def sft(run_: Run) -> None:
                        gradient_accumulation_steps=preset.grad_accumulation, learning_rate=preset.learning_rate,
                        lr_scheduler_type="cosine", warmup_steps=max(1, preset.sft_steps // 10),
                        max_length=preset.max_length, completion_only_loss=True, gradient_checkpointing=False,
-                       logging_steps=1,
-                       save_strategy="no", report_to="none", seed=run_.seed, use_cpu=not torch.cuda.is_available())
+                       logging_steps=1, save_strategy="no", report_to="none", seed=run_.seed,
+                       use_cpu=not torch.cuda.is_available())
     lora = LoraConfig(r=preset.lora_rank, lora_alpha=2 * preset.lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
                       target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
     trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
@@ -241,11 +232,12 @@ def grpo(run_: Run) -> None:
     import torch
     from datasets import load_dataset
     from peft import PeftModel
+    from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
 
     from aaos.training import reward_fn
 
-    _seed_everything(run_.seed)
+    set_seed(run_.seed)
     preset = run_.preset
     data = load_dataset("json", data_files=str(run_.out / "grpo.jsonl"), split="train").shuffle(seed=run_.seed)
     base, tokenizer = _base_model()
