@@ -4,12 +4,24 @@ the steady-first order, and a joint prompt that shows each view field once yet l
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
 
 import aaos
-from aaos.agents.prompts import EMPTY, SHOWN_APART, compact_messages, joint_messages, role_messages
+from aaos.agents.llm import InvalidAnswer, joint_role_answer, validate_answer
+from aaos.agents.prompts import (
+    EMPTY,
+    FILLED_TEXT,
+    SHOWN_APART,
+    compact_call,
+    compact_calls,
+    compact_messages,
+    compact_schema,
+    joint_messages,
+    role_messages,
+)
 from aaos.envs.org.prompting import VIEW_ORDER
 
 SPEC = aaos.spec("org")
@@ -133,13 +145,47 @@ def test_the_compact_prompt_keeps_every_fact_and_choice_once_in_fewer_characters
         for line in lines[:-1]:
             action, roles = line.rsplit(": ", 1)
             name, fields = action.removesuffix(")").split("(")
-            choices = {field: "text" if options == "text" else options.split("|")
+            choices = {field: options.split("|")
                        for field, options in (part.split("=") for part in fields.split(",") if part)}
             for role in roles.split(", "):
                 offered.setdefault(role, {})[name] = choices
-        assert offered == {role: {name: {field: options if options == "text" else [str(o) for o in options]
-                                         for field, options in fields.items()}
+        assert offered == {role: {name: {field: [str(o) for o in options]
+                                         for field, options in fields.items() if isinstance(options, list)}
                                   for name, fields in view["legal_actions"].items()}
                            for role, view in views.items()}
         assert len(lines) - 1 == len(set(lines[:-1]))  # each action signature once
         assert len(user) < 0.6 * len(joint_messages(observation, SPEC)[1]["content"])
+
+
+@pytest.mark.parametrize("env_id", aaos.env_ids())
+def test_a_compact_answer_offers_each_legal_action_once_as_a_call_the_agent_reads_back(env_id: str) -> None:
+    spec = aaos.spec(env_id)
+    env = aaos.make(seed=5, env=env_id)
+    player = aaos.policies.make("random", seed=5, env=env_id)
+    observation, done, checked = env.reset(), False, 0
+    while not done and checked < 8:
+        legal_by_role = {role: view["legal_actions"] for role, view in observation["agent_observations"].items()}
+        schema = compact_schema(legal_by_role)
+        for role, legal in legal_by_role.items():
+            calls = compact_calls(legal)
+            assert schema["properties"][role]["enum"] == list(calls)
+            assert len(calls) == sum(math.prod(len(o) for o in fields.values() if isinstance(o, list))
+                                     for fields in legal.values())
+            for call, action in calls.items():
+                assert compact_call(action["action_type"], action["payload"], legal[action["action_type"]]) == call
+                assert joint_role_answer(spec, role, f" {call} ", legal, "compact") == validate_answer(
+                    spec, role, action, legal)
+                assert all(action["payload"][field] == FILLED_TEXT
+                           for field, options in legal[action["action_type"]].items() if not isinstance(options, list))
+        checked += 1
+        result = env.step(player.act(observation))
+        observation, done = result.observation, result.done
+
+
+def test_a_compact_answer_that_is_no_legal_call_says_how_to_write_one() -> None:
+    legal = aaos.make("org_simulation", seed=1).reset()["agent_observations"]["engineer"]["legal_actions"]
+    with pytest.raises(InvalidAnswer, match=r'e\.g\. "no_op\(\)"'):
+        joint_role_answer(SPEC, "engineer", {"action_type": "no_op"}, legal, "compact")
+    with pytest.raises(InvalidAnswer, match="not one of its legal actions now"):
+        joint_role_answer(SPEC, "engineer", "query_metrics(metric=budget)", legal, "compact")
+    assert joint_role_answer(SPEC, "engineer", {"action_type": "no_op"}, legal, "joint")["action_type"] == "no_op"

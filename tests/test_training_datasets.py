@@ -18,7 +18,7 @@ from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.trajectory import EpisodeMeta, state_hash
 from aaos.envs.org.champion import OrgChampion
 from aaos.training import DEFAULT_HORIZON, INVALID_REWARD, SnapshotError, grpo_rows, restore, reward_fn, sft_rows
-from aaos.training.decisions import answer_text, parse_answer
+from aaos.training.decisions import Decision, answer_text, parse_answer
 from aaos.training.episodes import play
 from aaos.training.replay import check
 
@@ -42,7 +42,7 @@ def llm_episode(mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return records, script.requests
 
 
-@pytest.fixture(scope="module", params=["per_role", "joint"])
+@pytest.fixture(scope="module", params=["per_role", "joint", "compact"])
 def llm(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     return request.param, *llm_episode(request.param)
 
@@ -72,8 +72,8 @@ def test_sft_rows_are_exactly_the_llm_agents_exchanges(llm) -> None:
         prompt, answer = row["messages"][:-1], row["messages"][-1]
         assert dumps(prompt) in replies, "an SFT prompt differs from every prompt the LLM agent sent"
         assert answer == {"role": "assistant", "content": replies[dumps(prompt)]}
-        assert (row["role"] is None) == (mode == "joint")
-        assert mode == "joint" or f"You are the {row['role']} agent." in prompt[0]["content"]
+        assert (row["role"] is None) == (mode != "per_role")
+        assert mode != "per_role" or f"You are the {row['role']} agent." in prompt[0]["content"]
 
 
 def test_grpo_prompts_are_exactly_the_prompts_the_llm_agent_sent(llm) -> None:
@@ -127,8 +127,9 @@ def test_sft_leaves_out_applied_actions_the_llm_agent_may_not_give() -> None:
     for step, role, kind in applied:
         if kind == "request_resource":
             with pytest.raises(InvalidAnswer):
-                parse_answer(SPEC, role, answer_text(role, episode[step]["joint_action"], SPEC),
-                             episode[step]["observation"])
+                observation = episode[step]["observation"]
+                parse_answer(SPEC, role, answer_text(Decision(role, [], "per_role"), episode[step]["joint_action"],
+                                                     observation, SPEC), observation)
 
 
 def test_an_sft_answer_is_the_recorded_action_and_passes_the_agents_validation(champion) -> None:
@@ -142,11 +143,15 @@ def test_an_sft_answer_is_the_recorded_action_and_passes_the_agents_validation(c
 
 
 def test_a_joint_answer_names_every_role_and_a_left_out_role_did_the_no_op() -> None:
-    text = answer_text(None, {"engineer": {"action_type": "query_metrics", "payload": {}}}, SPEC)
-    answer = json.loads(text)
+    observation = aaos.make("org_simulation", seed=1).reset()
+    joint_action = {"engineer": {"action_type": "query_metrics", "payload": {"metric": "uptime"}}}
+    answer = json.loads(answer_text(Decision(None, [], "joint"), joint_action, observation, SPEC))
     assert list(answer) == list(SPEC.roles)
-    assert answer["engineer"] == {"action_type": "query_metrics", "payload": {}}
+    assert answer["engineer"] == {"action_type": "query_metrics", "payload": {"metric": "uptime"}}
     assert answer["oversight"] == {"action_type": "no_op", "payload": {}}
+    compact = json.loads(answer_text(Decision(None, [], "compact"), joint_action, observation, SPEC))
+    assert compact == {role: "no_op()" for role in SPEC.roles} | {"engineer": "query_metrics(metric=uptime)"}
+    assert parse_answer(SPEC, None, json.dumps(compact), observation, "compact")["engineer"] == joint_action["engineer"]
 
 
 def test_grpo_rows_cover_every_decision_and_their_snapshot_restores_the_prompted_state(champion) -> None:
@@ -255,6 +260,18 @@ def test_reward_fn_scores_a_joint_answer_for_every_role(champion) -> None:
     assert reward_fn([json.dumps(partial)], snapshot=[row["snapshot"]], role=[None], horizon=[1]) == [INVALID_REWARD]
 
 
+def test_reward_fn_scores_a_compact_answer_by_its_calls_and_refuses_json_actions_in_compact_mode(champion) -> None:
+    row = next(r for r in grpo_rows([champion], "compact") if r["step"] == 6)
+    assert row["mode"] == "compact" and row["role"] is None
+    snapshot = json.loads(row["snapshot"])
+    observation = restore(snapshot).observation()
+    joint = OrgChampion().act(observation)
+    answer = answer_text(Decision(None, row["prompt"], "compact"), joint, observation, SPEC)
+    played = parse_answer(SPEC, None, answer, observation, "compact")
+    columns = {"snapshot": [row["snapshot"]] * 2, "role": [None] * 2, "mode": ["compact"] * 2, "horizon": [1] * 2}
+    assert reward_fn([answer, json.dumps(joint)], **columns) == [by_hand(snapshot, None, played, 1), INVALID_REWARD]
+
+
 def test_dataset_files_load_with_datasets_in_the_formats_trl_reads(tmp_path: Path, champion) -> None:
     datasets = pytest.importorskip("datasets", reason="datasets is in the optional [train] extra")
     episodes = tmp_path / "episodes.jsonl"
@@ -269,7 +286,8 @@ def test_dataset_files_load_with_datasets_in_the_formats_trl_reads(tmp_path: Pat
     assert [m["role"] for m in sft[0]["messages"]] == ["system", "user", "assistant"]
 
     grpo = datasets.load_dataset("json", data_files=str(tmp_path / "grpo.jsonl"), split="train")
-    assert grpo.column_names == ["prompt", "snapshot", "role", "horizon", "env", "task", "scenario", "seed", "step"]
+    assert grpo.column_names == ["prompt", "snapshot", "role", "mode", "horizon", "env", "task", "scenario", "seed",
+                                 "step"]
     assert grpo.features["snapshot"].dtype == "string"
     assert grpo.to_list() == list(grpo_rows([champion], horizon=3))
     row = grpo[40]

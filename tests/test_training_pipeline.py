@@ -52,7 +52,7 @@ def test_the_datasets_are_the_same_on_every_run_and_answer_in_compact_mode(tmp_p
     env = aaos.make(row["task"], scenario=row["scenario"], seed=row["seed"])
     observation = env.reset()
     assert row["messages"][1]["content"].startswith("Seen:")  # the compact prompt, not the joint one
-    assert set(parse_answer(spec, None, row["messages"][-1]["content"], observation)) == set(spec.roles)
+    assert set(parse_answer(spec, None, row["messages"][-1]["content"], observation, "compact")) == set(spec.roles)
 
 
 def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Per-role mode asks one chat per role, each seeing only its own view, the six calls of a step
 concurrently; joint mode asks one chat for all roles; compact mode is joint mode with the compact prompt
-(aaos.agents.prompts.compact_messages) that a small fine-tuned model reads quickly. Every answer is parsed
+(aaos.agents.prompts.compact_messages) that a small fine-tuned model reads quickly, answered with each role's
+action as a call (aaos.agents.prompts.compact_calls) that it writes quickly. Every answer is parsed
 and validated against the spec and the role's legal actions; an invalid answer gets one repair turn quoting the error. A
 role whose answer is still invalid falls to the next tier: the secondary model if configured, then
 the environment's champion. Each tier's use is counted.
@@ -30,7 +31,9 @@ from aaos.agents.base import Action, Policy
 from aaos.agents.baselines import NoopPolicy
 from aaos.agents.prompts import (
     action_schema,
+    compact_calls,
     compact_messages,
+    compact_schema,
     joint_messages,
     joint_schema,
     repair_message,
@@ -186,6 +189,21 @@ def validate_answer(spec: EnvSpec, role: str, data: Any, legal: dict[str, dict[s
     if isinstance(parsed, str):
         raise InvalidAnswer(parsed)
     return {"action_type": parsed.action_type, "payload": dict(parsed.payload.__dict__)}
+
+
+def joint_role_answer(spec: EnvSpec, role: str, value: Any, legal: dict[str, dict[str, Any]], mode: Mode) -> Action:
+    """One role's action in a joint answer (a compact answer writes it as one of the role's legal calls), or
+    InvalidAnswer saying what is wrong with it."""
+    if mode != "compact":
+        return validate_answer(spec, role, value, legal)
+    if not isinstance(value, str):
+        raise InvalidAnswer(f'write the action as one of its legal calls, e.g. "{spec.noop_action}()", '
+                            f"not {json.dumps(value)[:80]}")
+    action = compact_calls(legal).get(value.strip())
+    if action is None:
+        raise InvalidAnswer(f"{value[:80]!r} is not one of its legal actions now: write one as listed, with one "
+                            f"choice per field")
+    return validate_answer(spec, role, action, legal)
 
 
 def decode(content: str | None) -> Any:
@@ -385,7 +403,7 @@ class LLMPolicy(Policy):
     async def _joint_answer(self, tier: _Tier, messages: list[dict[str, str]],
                             legal: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Action]:
         """The valid per-role actions of one tier's joint answer, after one repair turn for the rest."""
-        schema = joint_schema(legal)
+        schema = (compact_schema if self.mode == "compact" else joint_schema)(legal)
         reply = await self._complete(tier, messages, schema)
         valid, errors = self._joint_valid(reply, legal)
         if errors:
@@ -409,7 +427,7 @@ class LLMPolicy(Policy):
             return valid, ["the answer must be a JSON object mapping each role to its action"]
         for role, role_legal in legal.items():
             try:
-                valid[role] = validate_answer(self.spec, role, data.get(role), role_legal)
+                valid[role] = joint_role_answer(self.spec, role, data.get(role), role_legal, self.mode)
             except InvalidAnswer as error:
                 errors.append(f"{role}: {error}")
         return valid, errors

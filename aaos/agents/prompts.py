@@ -2,8 +2,10 @@
 
 Per-role mode: one chat per role, showing only that role's own view. Joint mode: one chat for all roles.
 Compact mode: one chat for all roles in as few tokens as the decision needs (what the roles see merged into one
-view, each legal action once with the roles that may take it, no rules or briefs), for small models that learn
-the rest from training data (aaos train) and for CPUs that read every token.
+view, each legal action once with the roles that may take it, no rules or briefs), answered in as few: each
+role's action as a call, `name(field=choice,...)`, one of the role's legal calls now (`compact_calls`); free
+text, which the worlds only record, is left to the agent (FILLED_TEXT). For small models that learn the rest
+from training data (aaos train) and for CPUs that read and write every token.
 What the model is told about the world, its rules and each role comes from the environment's kit
 (aaos.core.kit.Prompting). The output schemas constrain a model to the actions that are legal right now,
 with payload choices enumerated where they are finite.
@@ -11,7 +13,9 @@ with payload choices enumerated where they are finite.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aaos.core.kit import Prompting
@@ -23,6 +27,12 @@ JOINT_OUTPUT = (
     'Answer with one JSON object only, mapping each role to its action: '
     '{"%s": {"action_type": "...", "payload": {...}}, ...}.'
 )
+COMPACT_OUTPUT = (
+    'Answer with one JSON object only, mapping each role to one of its legal actions written as listed with one '
+    'choice per field: {"%s": "%s()", ...}.'
+)
+FILLED_TEXT = "(compact answer: no text)"
+"""The text of every free-text field of a compact answer (the worlds record such text but never grade it)."""
 
 SHOWN_APART = frozenset({"role", "step", "legal_actions", "last_action_result"})
 """View fields the prompt shows outside the view object (the others follow the kit's view_order)."""
@@ -193,15 +203,47 @@ def _omitted(value: Any, keys: frozenset[str]) -> Any:
     return value
 
 
+def _finite(fields: Mapping[str, Any]) -> dict[str, list[Any]]:
+    return {name: options for name, options in fields.items() if isinstance(options, list)}
+
+
+def compact_call(name: str, payload: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+    """An action as a compact answer writes it: name(field=choice,...) over the fields with choices, in the order of
+    the legal action's fields."""
+    chosen = ",".join(f"{field}={payload.get(field, '')}" for field in _finite(fields))
+    return f"{name}({chosen})"
+
+
+def compact_calls(legal: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every action a role may take now, as its compact call -> the action (free text as FILLED_TEXT)."""
+    calls: dict[str, dict[str, Any]] = {}
+    for name, fields in legal.items():
+        finite = _finite(fields)
+        text = {field: FILLED_TEXT for field in fields if field not in finite}
+        for choice in itertools.product(*finite.values()):
+            payload = dict(zip(finite, choice, strict=True)) | text
+            calls[compact_call(name, payload, fields)] = {"action_type": name, "payload": payload}
+    return calls
+
+
+def compact_schema(legal_by_role: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """A JSON schema for a whole compact answer: every role, each with one of its legal calls."""
+    return {
+        "type": "object",
+        "properties": {role: {"enum": list(compact_calls(legal))} for role, legal in legal_by_role.items()},
+        "required": list(legal_by_role),
+        "additionalProperties": False,
+    }
+
+
 def _compact_legal(views: dict[str, dict[str, Any]]) -> str:
-    """Every legal action once, as name(field=a|b|c,field=text), with the roles that may take it now."""
-    def fields(spec: dict[str, Any]) -> str:
-        return ",".join(f"{name}={'|'.join(map(str, options)) if isinstance(options, list) else 'text'}"
-                        for name, options in spec.items())
+    """Every legal action once, as name(field=a|b|c,...) over its fields with choices, with the roles that may
+    take it now."""
     roles_of: dict[str, list[str]] = {}
     for role, view in views.items():
-        for name, spec in view["legal_actions"].items():
-            roles_of.setdefault(f"{name}({fields(spec)})", []).append(role)
+        for name, fields in view["legal_actions"].items():
+            listed = ",".join(f"{field}={'|'.join(map(str, options))}" for field, options in _finite(fields).items())
+            roles_of.setdefault(f"{name}({listed})", []).append(role)
     return "\n".join(f"{action}: {', '.join(roles)}" for action, roles in roles_of.items())
 
 
@@ -212,7 +254,8 @@ def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[st
     merged = {key: _pruned(_merged([view[key] for view in views.values() if view.get(key) not in EMPTY]))
               for key in _view_keys(next(iter(views.values())), told.view_order)
               if any(view.get(key) not in EMPTY for view in views.values())}
-    system = f"{told.world.format(roles=', '.join(spec.roles))}\n" + JOINT_OUTPUT % spec.roles[0]
+    system = (f"{told.world.format(roles=', '.join(spec.roles))}\n"
+              + COMPACT_OUTPUT % (spec.roles[0], spec.noop_action))
     user = (f"Seen:\n{_compact(_omitted(merged, told.compact_omit))}\nLegal actions, by who may take them:\n"
             f"{_compact_legal(views)}\n"
             f"Step {observation['step_count']} of {observation['max_steps']}.")

@@ -118,6 +118,7 @@ def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic"
                   f"no holdout results for {candidate} and {champion} on the same environment version and reward "
                   "version")
         return GateResult("NO_PROMOTE", [reason])
+    incumbent = "the champion" if champion == "heuristic" else champion  # the gate also compares with other rows
     reasons, evidence = [], []
     for version in shared:
         cand, champ = holdout[version][candidate], holdout[version][champion]
@@ -126,12 +127,12 @@ def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic"
             reasons.append(f"{where}{candidate} is unranked: {cand['unranked']}")
         gap = champ["mean_score"] - cand["mean_score"]
         if gap > margin:
-            reasons.append(f"{where}holdout mean {cand['mean_score']:.3f} is {gap:.3f} below the champion's "
+            reasons.append(f"{where}holdout mean {cand['mean_score']:.3f} is {gap:.3f} below {incumbent}'s "
                            f"{champ['mean_score']:.3f} (allowed {margin:.3f})")
         if cand["hard_violations_per_episode"] > champ["hard_violations_per_episode"]:
             reasons.append(f"{where}hard violations per episode rise from "
                            f"{champ['hard_violations_per_episode']:.2f} to {cand['hard_violations_per_episode']:.2f}")
-        evidence.append(f"{where}holdout mean {cand['mean_score']:.3f} vs champion {champ['mean_score']:.3f}; "
+        evidence.append(f"{where}holdout mean {cand['mean_score']:.3f} vs {incumbent} {champ['mean_score']:.3f}; "
                         f"hard violations {cand['hard_violations_per_episode']:.2f} vs "
                         f"{champ['hard_violations_per_episode']:.2f}")
     return GateResult("NO_PROMOTE", reasons) if reasons else GateResult("PROMOTE", evidence)

@@ -2,8 +2,9 @@
 
 Per-role mode: one decision per role, the chat built by `role_messages` from that role's view only, answered
 with that role's action. Joint mode: one decision for the whole step, the chat built by `joint_messages`,
-answered with every role's action; compact mode the same with `compact_messages`. Answers are checked by
-the agent's own `decode` and `validate_answer`.
+answered with every role's action; compact mode the same with `compact_messages`, each action written as a
+call (`compact_call`). Answers are checked by the agent's own `decode`, `validate_answer` and
+`joint_role_answer`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aaos.agents.base import Action
-from aaos.agents.llm import MODES, InvalidAnswer, Mode, decode, validate_answer
-from aaos.agents.prompts import compact_messages, joint_messages, role_messages
+from aaos.agents.llm import MODES, InvalidAnswer, Mode, decode, joint_role_answer, validate_answer
+from aaos.agents.prompts import compact_call, compact_messages, joint_messages, role_messages
+from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.env import JointAction, Observation
 from aaos.core.spec import EnvSpec
 
@@ -26,6 +28,7 @@ class Decision:
 
     role: str | None
     messages: list[dict[str, str]]
+    mode: Mode
 
     def roles(self, spec: EnvSpec) -> tuple[str, ...]:
         """The roles whose actions the answer holds."""
@@ -35,11 +38,11 @@ class Decision:
 def decisions(observation: Observation, spec: EnvSpec, mode: Mode) -> list[Decision]:
     """The chats of one step: one per role (per_role) or one for all roles (joint)."""
     if mode == "joint":
-        return [Decision(None, joint_messages(observation, spec))]
+        return [Decision(None, joint_messages(observation, spec), mode)]
     if mode == "compact":
-        return [Decision(None, compact_messages(observation, spec))]
+        return [Decision(None, compact_messages(observation, spec), mode)]
     if mode == "per_role":
-        return [Decision(role, role_messages(role, view, spec))
+        return [Decision(role, role_messages(role, view, spec), mode)
                 for role, view in observation["agent_observations"].items()]
     raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
 
@@ -49,25 +52,40 @@ def _action(joint_action: Mapping[str, Any], role: str, spec: EnvSpec) -> Action
     return {"action_type": sent["action_type"], "payload": dict(sent.get("payload") or {})}
 
 
-def answer_text(role: str | None, joint_action: JointAction, spec: EnvSpec) -> str:
-    """The assistant's answer for a decision: the role's action, or (joint) every role's action, as JSON.
+def _call(action: Action, role: str, legal: Mapping[str, Any], spec: EnvSpec) -> str:
+    """The action's compact call, with the payload as the environment reads it (defaults filled in)."""
+    parsed = parse_action(spec, role, action)
+    payload = parsed.payload.model_dump() if isinstance(parsed, ParsedAction) else action["payload"]
+    return compact_call(action["action_type"], payload, legal.get(action["action_type"], {}))
+
+
+def answer_text(decision: Decision, joint_action: JointAction, observation: Observation, spec: EnvSpec) -> str:
+    """The assistant's answer for a decision: the role's action, or (joint) every role's action, as JSON; a
+    compact answer writes each action as its call over the role's legal actions in the observation.
 
     A role left out of the joint action did the no-op, and its answer says so."""
-    if role is not None:
-        return json.dumps(_action(joint_action, role, spec))
-    return json.dumps({r: _action(joint_action, r, spec) for r in spec.roles})
+    if decision.role is not None:
+        return json.dumps(_action(joint_action, decision.role, spec))
+    actions = {role: _action(joint_action, role, spec) for role in spec.roles}
+    if decision.mode != "compact":
+        return json.dumps(actions)
+    views = observation["agent_observations"]
+    return json.dumps({role: _call(action, role, views[role]["legal_actions"], spec)
+                       for role, action in actions.items()})
 
 
-def parse_answer(spec: EnvSpec, role: str | None, text: str, observation: Observation) -> dict[str, Action]:
+def parse_answer(spec: EnvSpec, role: str | None, text: str, observation: Observation,
+                 mode: Mode = "per_role") -> dict[str, Action]:
     """The actions an answer gives (role -> action), checked as the LLM agent checks them: valid JSON, a known
-    action the role may take now, payload choices from its legal actions. Raises InvalidAnswer."""
+    action the role may take now, payload choices from its legal actions (a compact answer: one of the role's
+    legal calls). Raises InvalidAnswer."""
     data = decode(text)
     views = observation["agent_observations"]
     if role is not None:
         return {role: validate_answer(spec, role, data, views[role]["legal_actions"])}
     if not isinstance(data, dict):
         raise InvalidAnswer("the answer must be a JSON object mapping each role to its action")
-    return {r: validate_answer(spec, r, data.get(r), views[r]["legal_actions"]) for r in spec.roles}
+    return {r: joint_role_answer(spec, r, data.get(r), views[r]["legal_actions"], mode) for r in spec.roles}
 
 
 def completion_text(completion: str | list[dict[str, Any]]) -> str:

@@ -2,10 +2,12 @@
 
 A row is one decision the LLM agent would face at one step of a recorded episode:
 
-    prompt     [system, user]: exactly the LLM agent's prompt (role_messages, or joint_messages in joint mode).
+    prompt     [system, user]: exactly the LLM agent's prompt (role_messages, or joint_messages / compact_messages in
+               joint / compact mode).
     snapshot   the environment before the decision, as JSON text (aaos.training.snapshot); text, so that every
                payload survives `datasets`' column typing unchanged.
-    role       the role the completion acts for; null in joint mode (the completion acts for every role).
+    role       the role the completion acts for; null in joint and compact mode (the completion acts for every role).
+    mode       the LLM agent's mode, which says how the completion writes its actions.
     horizon    the completion is scored this many steps after the snapshot (aaos.training.rollout).
     env, task, scenario, seed, step
                where it comes from; step is the number of steps taken before the decision.
@@ -45,27 +47,34 @@ def grpo_rows(episodes: Iterable[Sequence[Record]], mode: Mode = "per_role",
         for step in exact_steps(episode):
             snapshot = json.dumps(step.snapshot, separators=(",", ":"))
             for decision in decisions(step.observation, spec, mode):
-                yield {"prompt": decision.messages, "snapshot": snapshot, "role": decision.role, "horizon": horizon,
-                       **provenance(step.record)}
+                yield {"prompt": decision.messages, "snapshot": snapshot, "role": decision.role,
+                       "mode": decision.mode, "horizon": horizon, **provenance(step.record)}
 
 
-def score_completion(snapshot: str, role: str | None, horizon: int, text: str) -> float:
-    """The reward of one answer given at a snapshot (see the module docstring)."""
+def score_completion(snapshot: str, role: str | None, horizon: int, text: str, mode: Mode | None = None) -> float:
+    """The reward of one answer given at a snapshot (see the module docstring); mode None: per-role for a role,
+    else joint."""
     rollout = Rollout(snapshot, role, horizon)
     try:
-        actions = parse_answer(rollout.spec, role, text, rollout.observation())
+        actions = parse_answer(rollout.spec, role, text, rollout.observation(), mode or _mode(role))
     except InvalidAnswer:
         return INVALID_REWARD
     rollout.act(actions)
     return rollout.finish()
 
 
+def _mode(role: str | None) -> Mode:
+    return "per_role" if role is not None else "joint"
+
+
 def reward_fn(completions: list[Any], **kw: Any) -> list[float]:
-    """TRL reward function: one reward per completion, from the rows' `snapshot`, `role` and `horizon` columns
-    (TRL passes every dataset column as a keyword; a missing horizon means DEFAULT_HORIZON)."""
+    """TRL reward function: one reward per completion, from the rows' `snapshot`, `role`, `mode` and `horizon`
+    columns (TRL passes every dataset column as a keyword; a missing horizon means DEFAULT_HORIZON, a missing
+    mode per-role for a role and joint otherwise)."""
     if "snapshot" not in kw or "role" not in kw:
         raise ValueError("reward_fn needs the snapshot and role columns of rows built by `aaos grpo-data`")
     horizons = kw.get("horizon") or [DEFAULT_HORIZON] * len(completions)
-    return [score_completion(snapshot, role, int(horizon), completion_text(completion))
-            for completion, snapshot, role, horizon in zip(completions, kw["snapshot"], kw["role"], horizons,
-                                                           strict=True)]
+    modes = kw.get("mode") or [_mode(role) for role in kw["role"]]
+    return [score_completion(snapshot, role, int(horizon), completion_text(completion), mode)
+            for completion, snapshot, role, horizon, mode in zip(completions, kw["snapshot"], kw["role"], horizons,
+                                                                 modes, strict=True)]

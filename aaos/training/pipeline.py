@@ -64,9 +64,11 @@ class Preset:
     """How much of everything a run does.
 
     train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x
-    grad_accumulation rows. grpo_steps: GRPO steps, each of one prompt and grpo_generations completions of at
-    most grpo_completion_tokens. eval_seeds: holdout seeds per scenario for every policy; eval_scenarios:
-    how many scenarios (see eval_scenarios; None: all)."""
+    grad_accumulation rows. lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer
+    blocks (None: of all of them); the blocks below need no gradient, which makes a CPU step about twice as
+    fast. grpo_steps: GRPO steps, each of one prompt and grpo_generations completions of at most
+    grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per scenario for every
+    policy; eval_scenarios: how many scenarios (see eval_scenarios; None: all)."""
 
     train_seeds: int
     sft_steps: int
@@ -74,9 +76,11 @@ class Preset:
     grad_accumulation: int
     learning_rate: float
     lora_rank: int
+    lora_layers: int | None
     grpo_steps: int
     grpo_generations: int
     grpo_completion_tokens: int
+    grpo_temperature: float
     grpo_learning_rate: float
     eval_seeds: int
     eval_scenarios: int | None
@@ -85,25 +89,29 @@ class Preset:
 
 PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "collect": ("train_seeds",),
-    "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "max_length"),
-    "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_learning_rate"),
+    "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
+            "max_length"),
+    "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
 }
 """The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
 
 PRESETS: dict[str, Preset] = {
-    "cpu": Preset(train_seeds=2, sft_steps=30, batch_size=1, grad_accumulation=4, learning_rate=3e-4, lora_rank=16,
-                  grpo_steps=4, grpo_generations=4, grpo_completion_tokens=200, grpo_learning_rate=2e-5,
-                  eval_seeds=1, eval_scenarios=4),
+    "cpu": Preset(train_seeds=2, sft_steps=40, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
+                  lora_layers=10, grpo_steps=4, grpo_generations=4, grpo_completion_tokens=128,
+                  grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=4),
     "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
-                  grpo_steps=100, grpo_generations=8, grpo_completion_tokens=256, grpo_learning_rate=1e-5,
-                  eval_seeds=3, eval_scenarios=None),
+                  lora_layers=None, grpo_steps=100, grpo_generations=8, grpo_completion_tokens=160,
+                  grpo_temperature=0.9, grpo_learning_rate=1e-5, eval_seeds=3, eval_scenarios=None),
     "mini": Preset(train_seeds=1, sft_steps=2, batch_size=1, grad_accumulation=1, learning_rate=3e-4, lora_rank=4,
-                   grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_learning_rate=2e-5,
-                   eval_seeds=1, eval_scenarios=1, max_length=4096),
+                   lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
+                   grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, max_length=4096),
 }
 """cpu: about 45 minutes on 2 cores (docs/training.md has the measured times); gpu: an accelerator; mini: every
 stage on a sliver, for the tests (checks the files, not the scores)."""
+
+LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+"""Every linear layer of a llama block (all of which llama.cpp's GGUF LoRA adapters can carry)."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,19 @@ def _base_model() -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def _precision(torch: Any) -> dict[str, bool]:
+    """Trainer settings for the device: bf16 on an accelerator; on a CPU fp32 (TRL's configs default to bf16,
+    which a CPU without bf16 units emulates ~15x slower, and which would make results differ by CPU)."""
+    cuda = torch.cuda.is_available()
+    return {"use_cpu": not cuda, "bf16": cuda}
+
+
+def _no_input_gradients(model: Any) -> None:
+    """peft makes the input embeddings require gradients (for gradient checkpointing, which these runs do not
+    use), so backpropagation would run through every block; without it, it stops at the lowest adapted one."""
+    model.disable_input_require_grads()
+
+
 def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
     return [entry for entry in trainer.state.log_history if keep(entry)]
 
@@ -219,10 +240,13 @@ def sft(run_: Run) -> None:
                        lr_scheduler_type="cosine", warmup_steps=max(1, preset.sft_steps // 10),
                        max_length=preset.max_length, completion_only_loss=True, gradient_checkpointing=False,
                        logging_steps=1, save_strategy="no", report_to="none", seed=run_.seed,
-                       use_cpu=not torch.cuda.is_available())
+                       **_precision(torch))
+    blocks = model.config.num_hidden_layers
+    top = range(blocks - min(preset.lora_layers or blocks, blocks), blocks)
     lora = LoraConfig(r=preset.lora_rank, lora_alpha=2 * preset.lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+                      target_modules=LORA_MODULES, layers_to_transform=list(top))
     trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
+    _no_input_gradients(trainer.model)
     trainer.train()
     trainer.model.save_pretrained(str(run_.out / "adapters" / "sft"))
     _write_csv(_log_rows(trainer, lambda entry: "loss" in entry), run_.out / "sft_log.csv")
@@ -244,11 +268,13 @@ def grpo(run_: Run) -> None:
     model = PeftModel.from_pretrained(base, str(run_.out / "adapters" / "sft"), is_trainable=True)
     config = GRPOConfig(output_dir=str(run_.out / "checkpoints" / "grpo"), max_steps=preset.grpo_steps,
                         per_device_train_batch_size=preset.grpo_generations, num_generations=preset.grpo_generations,
-                        max_completion_length=preset.grpo_completion_tokens, learning_rate=preset.grpo_learning_rate,
+                        max_completion_length=preset.grpo_completion_tokens, temperature=preset.grpo_temperature,
+                        learning_rate=preset.grpo_learning_rate,
                         beta=0.0, gradient_checkpointing=False, logging_steps=1, save_strategy="no",
-                        report_to="none", seed=run_.seed, use_cpu=not torch.cuda.is_available())
+                        report_to="none", seed=run_.seed, **_precision(torch))
     trainer = GRPOTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer,
                           reward_funcs=reward_fn)
+    _no_input_gradients(trainer.model)
     trainer.train()
     trainer.model.save_pretrained(str(run_.out / "adapters" / "grpo"))
     _write_csv(_log_rows(trainer, lambda entry: "reward" in entry), run_.out / "grpo_log.csv")

@@ -4,9 +4,10 @@ A row is one decision the LLM agent would face (aaos.training.decisions), answer
 policy did:
 
     messages   [system, user, assistant]: the system and user turns are exactly the LLM agent's prompt
-               (role_messages, or joint_messages in joint mode); the assistant turn is the action as JSON,
-               {"action_type": ..., "payload": {...}} (joint: role -> action for every role).
-    role       the role decided for; null in joint mode.
+               (role_messages, or joint_messages / compact_messages in joint / compact mode); the assistant
+               turn is the action as JSON, {"action_type": ..., "payload": {...}} (joint: role -> action for
+               every role; compact: role -> the action's call, e.g. "query_metrics(metric=uptime)").
+    role       the role decided for; null in joint and compact mode.
     env, task, scenario, seed, step
                where it comes from; step is the number of steps taken before the decision.
     score      the episode's score.
@@ -28,7 +29,7 @@ from aaos.agents.llm import InvalidAnswer, Mode
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.env import Observation
 from aaos.core.spec import EnvSpec
-from aaos.training.decisions import answer_text, decisions, parse_answer
+from aaos.training.decisions import Decision, answer_text, decisions, parse_answer
 from aaos.training.episodes import Record, provenance
 from aaos.training.replay import exact_steps
 
@@ -41,10 +42,10 @@ def kept(episode: Sequence[Record], min_score: float) -> bool:
     return bool(last["done"]) and last["score"] >= min_score
 
 
-def valid(answer: str, role: str | None, observation: Observation, spec: EnvSpec) -> bool:
+def valid(answer: str, decision: Decision, observation: Observation, spec: EnvSpec) -> bool:
     """The LLM agent would accept this answer as it is."""
     try:
-        parse_answer(spec, role, answer, observation)
+        parse_answer(spec, decision.role, answer, observation, decision.mode)
     except InvalidAnswer:
         return False
     return True
@@ -63,8 +64,8 @@ def sft_rows(episodes: Iterable[Sequence[Record]], mode: Mode = "per_role",
             for decision in decisions(step.observation, spec, mode):
                 if any(results[role]["status"] != "applied" for role in decision.roles(spec)):
                     continue
-                answer = answer_text(decision.role, step.record["joint_action"], spec)
-                if not valid(answer, decision.role, step.observation, spec):
+                answer = answer_text(decision, step.record["joint_action"], step.observation, spec)
+                if not valid(answer, decision, step.observation, spec):
                     continue
                 yield {"messages": [*decision.messages, {"role": "assistant", "content": answer}],
                        "role": decision.role, **provenance(step.record), "score": score}
