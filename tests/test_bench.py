@@ -59,6 +59,8 @@ def test_summary_and_gate() -> None:
     assert gate(summary, "close").verdict == "PROMOTE"
     worse = gate(summary, "worse")
     assert worse.verdict == "NO_PROMOTE" and "below the champion" in worse.reasons[0]
+    assert "below close's 0.890" in gate(summary, "worse", champion="close").reasons[0]  # another row: named
+    assert "vs worse 0.800" in gate(summary, "close", champion="worse").reasons[0]
     reckless = gate(summary, "reckless")
     assert reckless.verdict == "NO_PROMOTE" and "hard violations" in reckless.reasons[0]
     assert gate(summary, "missing").verdict == "NO_PROMOTE"
