@@ -100,7 +100,11 @@ class GateResult:
         return {"verdict": self.verdict, "reasons": self.reasons}
 
 
-def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic",
+CHAMPION = "heuristic"
+"""The policy a candidate is gated against unless another row is named."""
+
+
+def gate(rows: list[dict[str, Any]], candidate: str, champion: str = CHAMPION,
          margin: float = GATE_MARGIN) -> GateResult:
     """Promote the candidate only if, on the holdout split of every environment version both were played on
     (rows of different versions are never compared), its row is ranked (not `unranked`: a model whose actions were
@@ -118,7 +122,7 @@ def gate(rows: list[dict[str, Any]], candidate: str, champion: str = "heuristic"
                   f"no holdout results for {candidate} and {champion} on the same environment version and reward "
                   "version")
         return GateResult("NO_PROMOTE", [reason])
-    incumbent = "the champion" if champion == "heuristic" else champion  # the gate also compares with other rows
+    incumbent = "the champion" if champion == CHAMPION else champion
     reasons, evidence = [], []
     for version in shared:
         cand, champ = holdout[version][candidate], holdout[version][champion]
