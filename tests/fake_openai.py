@@ -27,7 +27,8 @@ MODES = ("ok", "timeout", "rate_limit", "server_error", "not_json", "wrong_schem
 
 
 def first_instance(schema: dict[str, Any]) -> Any:
-    """The simplest value a schema admits: first anyOf option, const, first enum value, or a short text."""
+    """The simplest value a schema admits: first anyOf option, const, first enum value, an object or a tuple of
+    such values, or a short text."""
     if "anyOf" in schema:
         return first_instance(schema["anyOf"][0])
     if "const" in schema:
@@ -36,6 +37,8 @@ def first_instance(schema: dict[str, Any]) -> Any:
         return schema["enum"][0]
     if schema.get("type") == "object":
         return {name: first_instance(sub) for name, sub in schema.get("properties", {}).items()}
+    if schema.get("type") == "array":
+        return [first_instance(item) for item in schema.get("prefixItems", [])]
     if schema.get("type") == "string":
         return "fake answer"
     return None

@@ -21,6 +21,7 @@ from aaos.agents.prompts import (
     compact_schema,
     joint_messages,
     role_messages,
+    seen_text,
 )
 from aaos.envs.org.prompting import VIEW_ORDER
 
@@ -109,52 +110,47 @@ def test_the_joint_prompt_tells_each_field_once_and_loses_nothing(scenario: str)
             f"Step {observation['step_count']} of {observation['max_steps']}. Last actions:")
 
 
-def _without(value: Any, keys: frozenset[str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
-    if isinstance(value, list):
-        return [_without(v, keys) for v in value]
-    return value
+def test_seen_text_writes_fields_as_lines_and_records_as_tables_with_their_columns_declared_once() -> None:
+    view = {"policy": {"max": 10, "limits": {"a": 1}}, "ids": ["x", "y"], "note": "two\n lines",
+            "tasks": [{"id": "t1", "status": "open"}, {"id": "t2", "owner": "eng", "blocked_on": {"budget": 5}}],
+            "people": {"ann": {"trust": "high"}, "bob": {"trust": "low", "slot": "am"}}, "done": True}
+    assert seen_text(view).split("\n") == [
+        "policy: max=10 limits=(a=1)", "ids: x,y", "note: two lines",
+        "tasks (id|status|owner|blocked_on):", "t1|open||", "t2||eng|budget=5",
+        "people (id|trust|slot):", "ann|high|", "bob|low|am", "done: true"]
+
+
+def _settled(item: Any, settled: frozenset[tuple[str, object]]) -> bool:
+    return isinstance(item, dict) and any(item.get(field) == value for field, value in settled)
 
 
 @pytest.mark.parametrize("scenario", ["product_launch_failure", "vendor_outage_cascade"])
-def test_the_compact_prompt_keeps_every_fact_and_choice_once_in_fewer_characters(scenario: str) -> None:
-    omit = aaos.kit_of("org").prompting.compact_omit
-    assert omit and "id" not in omit
+def test_the_compact_prompt_keeps_every_open_item_once_in_a_fraction_of_the_joint_prompt(scenario: str) -> None:
+    told = aaos.kit_of("org").prompting
+    assert told.compact_omit and "id" not in told.compact_omit and told.compact_settled
     for observation in observations(scenario=scenario):
         views = observation["agent_observations"]
         system, user = (m["content"] for m in compact_messages(observation, SPEC))
-        assert "Rules:" not in system and all(role in system for role in views)
-        seen_text, legal_text = user.removeprefix("Seen:\n").split("\nLegal actions, by who may take them:\n")
-        seen = json.loads(seen_text)
-        firsts: dict[str, Any] = {}
-        for view in views.values():  # every item any role sees is there, less the omitted prose
-            for key, value in shown_view(view).items():
-                firsts.setdefault(key, value)
-                shown = _without(value, omit)
-                if isinstance(shown, list):
-                    assert all(item in seen[key] for item in shown), key
-                elif isinstance(shown, dict):
-                    assert all(seen[key][k] == v for k, v in shown.items()), key
-                else:  # a plain value that differs between roles: the first role's that shows it
-                    assert seen[key] == _without(firsts[key], omit), key
-        assert not any(f'"{key}":' in seen_text for key in omit)
-        lines = legal_text.rstrip().split("\n")
+        assert "Rules:" not in system and ", ".join(SPEC.roles) in system and "JSON array" in system
+        lines = user.removeprefix("Seen:\n").split("\n")
         assert lines[-1] == f"Step {observation['step_count']} of {observation['max_steps']}."
-        offered: dict[str, dict[str, dict[str, Any]]] = {}
-        for line in lines[:-1]:
-            action, roles = line.rsplit(": ", 1)
-            name, fields = action.removesuffix(")").split("(")
-            choices = {field: options.split("|")
-                       for field, options in (part.split("=") for part in fields.split(",") if part)}
-            for role in roles.split(", "):
-                offered.setdefault(role, {})[name] = choices
-        assert offered == {role: {name: {field: [str(o) for o in options]
-                                         for field, options in fields.items() if isinstance(options, list)}
-                                  for name, fields in view["legal_actions"].items()}
-                           for role, view in views.items()}
-        assert len(lines) - 1 == len(set(lines[:-1]))  # each action signature once
-        assert len(user) < 0.6 * len(joint_messages(observation, SPEC)[1]["content"])
+        assert "Legal actions" not in user  # the output schema enumerates them
+        for key in {k for view in views.values() for k, v in shown_view(view).items()}:
+            items = [item for view in views.values() if isinstance(view.get(key), list) for item in view[key]]
+            if not items or not all(isinstance(item, dict) and "id" in item for item in items):
+                continue
+            open_ids = list(dict.fromkeys(item["id"] for item in items if not _settled(item, told.compact_settled)))
+            header = next((i for i, line in enumerate(lines) if line.startswith(f"{key} (")), None)
+            if not open_ids:  # nothing left to decide about: the field is left out
+                assert header is None and not any(line.startswith(f"{key}:") for line in lines), key
+                continue
+            assert header is not None, key
+            columns = lines[header].removeprefix(f"{key} (").removesuffix("):").split("|")
+            assert columns[0] == "id" and not set(columns) & told.compact_omit, key
+            rows = lines[header + 1: header + 1 + len(open_ids)]
+            assert [row.split("|")[0] for row in rows] == open_ids, key
+        assert not any(f" {key}=" in user or f"|{key}|" in user for key in told.compact_omit)
+        assert len(user) < 0.3 * len(joint_messages(observation, SPEC)[1]["content"])
 
 
 @pytest.mark.parametrize("env_id", aaos.env_ids())
@@ -166,9 +162,10 @@ def test_a_compact_answer_offers_each_legal_action_once_as_a_call_the_agent_read
     while not done and checked < 8:
         legal_by_role = {role: view["legal_actions"] for role, view in observation["agent_observations"].items()}
         schema = compact_schema(legal_by_role)
+        assert schema["type"] == "array" and schema["minItems"] == schema["maxItems"] == len(legal_by_role)
         for role, legal in legal_by_role.items():
             calls = compact_calls(legal)
-            assert schema["properties"][role]["enum"] == list(calls)
+            assert schema["prefixItems"][list(legal_by_role).index(role)]["enum"] == list(calls)
             assert len(calls) == sum(math.prod(len(o) for o in fields.values() if isinstance(o, list))
                                      for fields in legal.values())
             for call, action in calls.items():

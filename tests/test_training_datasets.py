@@ -150,8 +150,10 @@ def test_a_joint_answer_names_every_role_and_a_left_out_role_did_the_no_op() -> 
     assert answer["engineer"] == {"action_type": "query_metrics", "payload": {"metric": "uptime"}}
     assert answer["oversight"] == {"action_type": "no_op", "payload": {}}
     compact = json.loads(answer_text(Decision(None, [], "compact"), joint_action, observation, SPEC))
-    assert compact == {role: "no_op()" for role in SPEC.roles} | {"engineer": "query_metrics(metric=uptime)"}
+    assert compact == ["query_metrics(uptime)" if role == "engineer" else "no_op()" for role in SPEC.roles]
     assert parse_answer(SPEC, None, json.dumps(compact), observation, "compact")["engineer"] == joint_action["engineer"]
+    with pytest.raises(InvalidAnswer, match="JSON array of 6 actions, one per role in the order product_manager"):
+        parse_answer(SPEC, None, json.dumps(compact[:5]), observation, "compact")
 
 
 def test_grpo_rows_cover_every_decision_and_their_snapshot_restores_the_prompted_state(champion) -> None:

@@ -20,7 +20,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -189,6 +189,19 @@ def validate_answer(spec: EnvSpec, role: str, data: Any, legal: dict[str, dict[s
     if isinstance(parsed, str):
         raise InvalidAnswer(parsed)
     return {"action_type": parsed.action_type, "payload": dict(parsed.payload.__dict__)}
+
+
+def answers_by_role(data: Any, roles: Sequence[str], mode: Mode) -> dict[str, Any]:
+    """A joint answer's part for each role: a JSON object keyed by role, or (compact) an array in role order.
+    Raises InvalidAnswer when it is neither."""
+    if mode == "compact":
+        if not isinstance(data, list) or len(data) != len(roles):
+            raise InvalidAnswer(f"the answer must be a JSON array of {len(roles)} actions, one per role in the "
+                                f"order {', '.join(roles)}")
+        return dict(zip(roles, data, strict=True))
+    if not isinstance(data, dict):
+        raise InvalidAnswer("the answer must be a JSON object mapping each role to its action")
+    return data
 
 
 def joint_role_answer(spec: EnvSpec, role: str, value: Any, legal: dict[str, dict[str, Any]], mode: Mode) -> Action:
@@ -420,14 +433,12 @@ class LLMPolicy(Policy):
         valid: dict[str, Action] = {}
         errors: list[str] = []
         try:
-            data = decode(reply)
+            by_role = answers_by_role(decode(reply), list(legal), self.mode)
         except InvalidAnswer as error:
             return valid, [str(error)]
-        if not isinstance(data, dict):
-            return valid, ["the answer must be a JSON object mapping each role to its action"]
         for role, role_legal in legal.items():
             try:
-                valid[role] = joint_role_answer(self.spec, role, data.get(role), role_legal, self.mode)
+                valid[role] = joint_role_answer(self.spec, role, by_role.get(role), role_legal, self.mode)
             except InvalidAnswer as error:
                 errors.append(f"{role}: {error}")
         return valid, errors

@@ -2,10 +2,12 @@
 
 Per-role mode: one chat per role, showing only that role's own view. Joint mode: one chat for all roles.
 Compact mode: one chat for all roles in as few tokens as the decision needs (what the roles see merged into one
-view, each legal action once with the roles that may take it, no rules or briefs), answered in as few: each
-role's action as a call, `name(field=choice,...)`, one of the role's legal calls now (`compact_calls`); free
-text, which the worlds only record, is left to the agent (FILLED_TEXT). For small models that learn the rest
-from training data (aaos train) and for CPUs that read and write every token.
+view written as lines and tables, less the kit's omitted prose and settled items; no rules, briefs or list of
+legal actions), answered in as few: an array of each role's action as a call, `name(choice,...)`, one of the
+role's legal calls now (`compact_calls`), which the output schema enumerates, so a server that constrains
+output to it (llama.cpp) admits nothing else; free text, which the worlds only record, is left to the agent
+(FILLED_TEXT). For small models that learn the rest from training data (aaos train) and for CPUs that read and
+write every token.
 What the model is told about the world, its rules and each role comes from the environment's kit
 (aaos.core.kit.Prompting). The output schemas constrain a model to the actions that are legal right now,
 with payload choices enumerated where they are finite.
@@ -28,8 +30,8 @@ JOINT_OUTPUT = (
     '{"%s": {"action_type": "...", "payload": {...}}, ...}.'
 )
 COMPACT_OUTPUT = (
-    'Answer with one JSON object only, mapping each role to one of its legal actions written as listed with one '
-    'choice per field: {"%s": "%s()", ...}.'
+    "Answer with one JSON array only: one action per role, in the order {roles}, each one of the role's legal "
+    'actions now written as name(choice,...): ["{noop}()", ...].'
 )
 FILLED_TEXT = "(compact answer: no text)"
 """The text of every free-text field of a compact answer (the worlds record such text but never grade it)."""
@@ -195,12 +197,50 @@ def _merged(values: list[Any]) -> Any:
     return values[0]
 
 
-def _omitted(value: Any, keys: frozenset[str]) -> Any:
+def _compacted(value: Any, told: Prompting) -> Any:
+    """The value less the kit's omitted keys and settled list items, at any depth."""
     if isinstance(value, dict):
-        return {k: _omitted(v, keys) for k, v in value.items() if k not in keys}
+        return {k: _compacted(v, told) for k, v in value.items() if k not in told.compact_omit}
     if isinstance(value, list):
-        return [_omitted(v, keys) for v in value]
+        return [_compacted(v, told) for v in value if not _settled(v, told)]
     return value
+
+
+def _settled(item: Any, told: Prompting) -> bool:
+    return isinstance(item, dict) and any(item.get(field) == value for field, value in told.compact_settled)
+
+
+def _cell(value: Any) -> str:
+    """A value as one line: text as it is (whitespace collapsed), a dict as key=value pairs (a nested one in
+    parentheses), a list comma-separated, anything else as JSON."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return " ".join(f"{k}=({_cell(v)})" if isinstance(v, dict) else f"{k}={_cell(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ",".join(_cell(v) for v in value)
+    return _compact(value)
+
+
+def _rows(key: str, items: list[dict[str, Any]]) -> list[str]:
+    """A list of records as a table: its columns declared once, then one |-separated row per record."""
+    columns = list(dict.fromkeys(column for item in items for column in item))
+    return [f"{key} ({'|'.join(columns)}):",
+            *("|".join(_cell(item[c]) if c in item else "" for c in columns) for item in items)]
+
+
+def seen_text(view: dict[str, Any]) -> str:
+    """What the roles see in as few tokens as it takes: a line per field, a list of records (or records by
+    name) as a table."""
+    lines: list[str] = []
+    for key, value in view.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines += _rows(key, value)
+        elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            lines += _rows(key, [{"id": name, **record} for name, record in value.items()])
+        else:
+            lines.append(f"{key}: {_cell(value)}")
+    return "\n".join(lines)
 
 
 def _finite(fields: Mapping[str, Any]) -> dict[str, list[Any]]:
@@ -208,10 +248,9 @@ def _finite(fields: Mapping[str, Any]) -> dict[str, list[Any]]:
 
 
 def compact_call(name: str, payload: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
-    """An action as a compact answer writes it: name(field=choice,...) over the fields with choices, in the order of
-    the legal action's fields."""
-    chosen = ",".join(f"{field}={payload.get(field, '')}" for field in _finite(fields))
-    return f"{name}({chosen})"
+    """An action as a compact answer writes it: name(choice,...), one choice per field with choices, in the
+    order of the legal action's fields."""
+    return f"{name}({','.join(str(payload.get(field, '')) for field in _finite(fields))})"
 
 
 def compact_calls(legal: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -227,24 +266,14 @@ def compact_calls(legal: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
 
 
 def compact_schema(legal_by_role: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """A JSON schema for a whole compact answer: every role, each with one of its legal calls."""
+    """A JSON schema for a whole compact answer: an array with one of each role's legal calls, in role order."""
     return {
-        "type": "object",
-        "properties": {role: {"enum": list(compact_calls(legal))} for role, legal in legal_by_role.items()},
-        "required": list(legal_by_role),
-        "additionalProperties": False,
+        "type": "array",
+        "prefixItems": [{"enum": list(compact_calls(legal))} for legal in legal_by_role.values()],
+        "items": False,
+        "minItems": len(legal_by_role),
+        "maxItems": len(legal_by_role),
     }
-
-
-def _compact_legal(views: dict[str, dict[str, Any]]) -> str:
-    """Every legal action once, as name(field=a|b|c,...) over its fields with choices, with the roles that may
-    take it now."""
-    roles_of: dict[str, list[str]] = {}
-    for role, view in views.items():
-        for name, fields in view["legal_actions"].items():
-            listed = ",".join(f"{field}={'|'.join(map(str, options))}" for field, options in _finite(fields).items())
-            roles_of.setdefault(f"{name}({listed})", []).append(role)
-    return "\n".join(f"{action}: {', '.join(roles)}" for action, roles in roles_of.items())
 
 
 def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[str, str]]:
@@ -255,9 +284,8 @@ def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[st
               for key in _view_keys(next(iter(views.values())), told.view_order)
               if any(view.get(key) not in EMPTY for view in views.values())}
     system = (f"{told.world.format(roles=', '.join(spec.roles))}\n"
-              + COMPACT_OUTPUT % (spec.roles[0], spec.noop_action))
-    user = (f"Seen:\n{_compact(_omitted(merged, told.compact_omit))}\nLegal actions, by who may take them:\n"
-            f"{_compact_legal(views)}\n"
+              + COMPACT_OUTPUT.format(roles=", ".join(spec.roles), noop=spec.noop_action))
+    user = (f"Seen:\n{seen_text(_pruned(_compacted(merged, told)))}\n"
             f"Step {observation['step_count']} of {observation['max_steps']}.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

@@ -44,6 +44,8 @@ class Prompting:
         prompt prefixes then re-reads only the tail); other fields follow, sorted.
     compact_omit: keys left out, at any depth, of the compact prompt (prose that repeats what ids and
         choices already say, to a model that learns the world from training data).
+    compact_settled: (field, value) pairs that mark a list item as settled business (a completed task, an
+        answered event) that the compact prompt leaves out: nothing is left to decide about it.
     """
 
     world: str
@@ -51,6 +53,7 @@ class Prompting:
     briefs: Mapping[str, str]
     view_order: tuple[str, ...] = ()
     compact_omit: frozenset[str] = frozenset()
+    compact_settled: frozenset[tuple[str, object]] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aaos.agents.base import Action
-from aaos.agents.llm import MODES, InvalidAnswer, Mode, decode, joint_role_answer, validate_answer
+from aaos.agents.llm import MODES, Mode, answers_by_role, decode, joint_role_answer, validate_answer
 from aaos.agents.prompts import compact_call, compact_messages, joint_messages, role_messages
 from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.env import JointAction, Observation
@@ -61,7 +61,8 @@ def _call(action: Action, role: str, legal: Mapping[str, Any], spec: EnvSpec) ->
 
 def answer_text(decision: Decision, joint_action: JointAction, observation: Observation, spec: EnvSpec) -> str:
     """The assistant's answer for a decision: the role's action, or (joint) every role's action, as JSON; a
-    compact answer writes each action as its call over the role's legal actions in the observation.
+    compact answer is an array of every role's action in role order, each written as its call over the role's
+    legal actions in the observation.
 
     A role left out of the joint action did the no-op, and its answer says so."""
     if decision.role is not None:
@@ -70,8 +71,7 @@ def answer_text(decision: Decision, joint_action: JointAction, observation: Obse
     if decision.mode != "compact":
         return json.dumps(actions)
     views = observation["agent_observations"]
-    return json.dumps({role: _call(action, role, views[role]["legal_actions"], spec)
-                       for role, action in actions.items()})
+    return json.dumps([_call(action, role, views[role]["legal_actions"], spec) for role, action in actions.items()])
 
 
 def parse_answer(spec: EnvSpec, role: str | None, text: str, observation: Observation,
@@ -83,9 +83,8 @@ def parse_answer(spec: EnvSpec, role: str | None, text: str, observation: Observ
     views = observation["agent_observations"]
     if role is not None:
         return {role: validate_answer(spec, role, data, views[role]["legal_actions"])}
-    if not isinstance(data, dict):
-        raise InvalidAnswer("the answer must be a JSON object mapping each role to its action")
-    return {r: joint_role_answer(spec, r, data.get(r), views[r]["legal_actions"], mode) for r in spec.roles}
+    by_role = answers_by_role(data, spec.roles, mode)
+    return {r: joint_role_answer(spec, r, by_role.get(r), views[r]["legal_actions"], mode) for r in spec.roles}
 
 
 def completion_text(completion: str | list[dict[str, Any]]) -> str:

@@ -66,9 +66,9 @@ class Preset:
     train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x
     grad_accumulation rows. lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer
     blocks (None: of all of them); backpropagation stops at the lowest of them (~40 s against ~44 s a step
-    of 4 rows here). grpo_steps: GRPO steps, each of one prompt and grpo_generations completions of at most
-    grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per scenario for every
-    policy; eval_scenarios: how many scenarios (see eval_scenarios; None: all)."""
+    of 4 rows of ~1,200 tokens here). grpo_steps: GRPO steps, each of one prompt and grpo_generations
+    completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per
+    scenario for every policy; eval_scenarios: how many scenarios (see eval_scenarios; None: all)."""
 
     train_seeds: int
     sft_steps: int
@@ -97,8 +97,8 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
 """The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
 
 PRESETS: dict[str, Preset] = {
-    "cpu": Preset(train_seeds=2, sft_steps=40, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
-                  lora_layers=10, grpo_steps=4, grpo_generations=4, grpo_completion_tokens=128,
+    "cpu": Preset(train_seeds=3, sft_steps=80, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
+                  lora_layers=10, grpo_steps=4, grpo_generations=4, grpo_completion_tokens=96,
                   grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=4),
     "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
                   lora_layers=None, grpo_steps=100, grpo_generations=8, grpo_completion_tokens=160,
@@ -107,9 +107,8 @@ PRESETS: dict[str, Preset] = {
                    lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
                    grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, max_length=4096),
 }
-"""cpu: aims at about 45 minutes on 2 cores (the committed org run took 54; docs/training.md has the measured
-times); gpu: an accelerator; mini: every
-stage on a sliver, for the tests (checks the files, not the scores)."""
+"""cpu: aims at about 45 minutes on 2 cores (the committed org run took 27; docs/training.md has the measured
+times); gpu: an accelerator; mini: every stage on a sliver, for the tests (checks the files, not the scores)."""
 
 LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 """Every linear layer of a llama block (all of which llama.cpp's GGUF LoRA adapters can carry)."""

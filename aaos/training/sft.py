@@ -6,7 +6,8 @@ policy did:
     messages   [system, user, assistant]: the system and user turns are exactly the LLM agent's prompt
                (role_messages, or joint_messages / compact_messages in joint / compact mode); the assistant
                turn is the action as JSON, {"action_type": ..., "payload": {...}} (joint: role -> action for
-               every role; compact: role -> the action's call, e.g. "query_metrics(metric=uptime)").
+               every role; compact: an array of every role's call in role order, e.g.
+               ["no_op()", "query_metrics(uptime)", ...]).
     role       the role decided for; null in joint and compact mode.
     env, task, scenario, seed, step
                where it comes from; step is the number of steps taken before the decision.

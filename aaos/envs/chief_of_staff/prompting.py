@@ -19,4 +19,5 @@ PROMPTING = Prompting(
     briefs={"chief_of_staff": "Triage the request queue, guard family evenings, keep every stakeholder's trust and "
                               "notice when what they want has changed."},
     view_order=("now", "stakeholders", "drift_count", "drift_steps", "calendar", "requests", "closed", "reactions"),
+    compact_omit=frozenset({"title"}),
 )

@@ -44,4 +44,5 @@ PROMPTING = Prompting(
     rules=RULES,
     briefs={"triage_agent": BRIEF},
     view_order=VIEW_ORDER,
+    compact_settled=frozenset({("status", "resolved"), ("status", "escalated"), ("status", "ignored")}),
 )

@@ -63,4 +63,6 @@ PROMPTING = Prompting(
     briefs=ROLE_BRIEFS,
     view_order=VIEW_ORDER,
     compact_omit=frozenset({"name", "title", "description", "detail", "quality", "audited"}),
+    compact_settled=frozenset({("status", "completed"), ("status", "accepted"), ("status", "rejected"),
+                               ("responded", True)}),
 )
