@@ -9,15 +9,18 @@ share a GIL) and drives both with the same clients: a minimal keep-alive HTTP/1.
 average before and after (the figures mean little on a loaded machine, so compare within one run):
 
 - speed: p50/p99 of a step, steps/s and the server's CPU time per step, over WebSocket and HTTP /step with
-  1 client and with 64, for both servers, and the steps/s ratio AAOS / echo;
+  1 client and with 64, for both servers, then for AAOS with lean answers (`observe: false`, one role's
+  view), and the steps/s ratio of each AAOS row to echo's;
 - size: the bytes of an AAOS /step answer over an episode: the whole observation, one role's view
   (`roles`), and none (`observe: false`);
 - memory: the AAOS server's resident memory idle, with N HTTP sessions open, after they close, with N
   again (memory freed by closed sessions is reused), after those close, with N WebSocket connections
   open and after they close.
 
-Every AAOS client owns its session; each step is a six-role joint action (every role queries metrics), and
-a session is reset when its episode ends. Request counts are bounded and only 127.0.0.1 is contacted.
+Every AAOS client owns its session; each step is a six-role joint action (every role queries one of its
+metrics, another each step), and a session is reset when its episode ends. The AAOS server runs as
+`aaos serve` does by default: WebSocket answers uncompressed (AAOS_WS_DEFLATE off); clients offer
+permessage-deflate as `websockets` does, so echo's answers are compressed (small ones, at little cost). Request counts are bounded and only 127.0.0.1 is contacted.
 """
 
 from __future__ import annotations
@@ -44,20 +47,23 @@ from aaos.envs.org.spec import VISIBLE_METRICS
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 CONCURRENT = 64
-JOINT_ACTION = {role: {"action_type": "query_metrics", "payload": {"metric": metrics[0]}}
-                for role, metrics in VISIBLE_METRICS.items()}
-ECHO_ACTION = {"message": "hello"}
+JOINT_ACTIONS = tuple({role: {"action_type": "query_metrics", "payload": {"metric": metrics[turn % len(metrics)]}}
+                       for role, metrics in VISIBLE_METRICS.items()} for turn in range(4))
+"""The joint actions an AAOS client cycles through: every role queries one of its metrics, another each step."""
+ECHO_ACTIONS = ({"message": "hello"},)
+LEAN = {"observe: false": {"observe": False}, "roles: [operations]": {"roles": ["operations"]}}
+"""The lean answers measured beside the whole observation (AAOS only; OpenEnv's echo has none)."""
 EPISODE = {"task": "full_episode", "scenario": "product_launch_failure", "seed": 0}
 
 
 @dataclass(frozen=True)
 class Target:
-    """A server under test: its name, port and process, and the action a step sends."""
+    """A server under test: its name, port and process, and the actions its clients' steps cycle through."""
 
     name: str
     port: int
     process: subprocess.Popen[bytes]
-    action: dict[str, Any]
+    actions: tuple[dict[str, Any], ...]
 
 
 class Http:
@@ -96,16 +102,16 @@ class Http:
 # --- speed -------------------------------------------------------------------------------------------------
 
 
-async def http_client(target: Target, steps: int, seed: int) -> list[float]:
-    """Step one session `steps` times over HTTP; the latency of each /step in seconds. An echo server's
-    /reset and /step are stateless (no session_id)."""
+async def http_client(target: Target, steps: int, seed: int, lean: dict[str, Any]) -> list[float]:
+    """Step one session `steps` times over HTTP, asking for `lean` answers; the latency of each /step in
+    seconds. An echo server's /reset and /step are stateless (no session_id)."""
     http = await Http.open(target.port)
     session = (await http.ask("/reset", {"seed": seed})).get("session_id")
-    body = {"action": target.action, **({"session_id": session} if session else {})}
+    bodies = [{"action": action, **lean, **({"session_id": session} if session else {})} for action in target.actions]
     latencies = []
-    for _ in range(steps):
+    for turn in range(steps):
         start = time.perf_counter()
-        answer = await http.ask("/step", body)
+        answer = await http.ask("/step", bodies[turn % len(bodies)])
         latencies.append(time.perf_counter() - start)
         if answer["done"]:
             await http.ask("/reset", {"session_id": session})
@@ -115,16 +121,16 @@ async def http_client(target: Target, steps: int, seed: int) -> list[float]:
     return latencies
 
 
-async def ws_client(target: Target, steps: int, seed: int) -> list[float]:
-    """Step one WebSocket session `steps` times; the latency of each step in seconds."""
+async def ws_client(target: Target, steps: int, seed: int, lean: dict[str, Any]) -> list[float]:
+    """Step one WebSocket session `steps` times, asking for `lean` answers; the latency of each step in seconds."""
     async with connect(f"ws://{HOST}:{target.port}/ws", max_size=None) as ws:
         await ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
         await ws.recv()
-        message = json.dumps({"type": "step", "data": target.action})
+        messages = [json.dumps({"type": "step", "data": action, **lean}) for action in target.actions]
         latencies = []
-        for _ in range(steps):
+        for turn in range(steps):
             start = time.perf_counter()
-            await ws.send(message)
+            await ws.send(messages[turn % len(messages)])
             reply = json.loads(await ws.recv())
             latencies.append(time.perf_counter() - start)
             if reply["type"] != "observation":
@@ -141,11 +147,12 @@ def cpu_seconds(process: subprocess.Popen[bytes]) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def round_of(client: Any, target: Target, clients: int, steps: int) -> dict[str, float]:
+async def round_of(client: Any, target: Target, clients: int, steps: int, lean: dict[str, Any] | None = None
+                   ) -> dict[str, float]:
     """`clients` clients at once, `steps` steps each: p50, p99 (ms), steps/s, and the server's CPU time per
     step (ms; what a loaded machine changes least)."""
     start, cpu = time.perf_counter(), cpu_seconds(target.process)
-    runs = await asyncio.gather(*(client(target, steps, seed) for seed in range(clients)))
+    runs = await asyncio.gather(*(client(target, steps, seed, lean or {}) for seed in range(clients)))
     elapsed = time.perf_counter() - start
     latencies = sorted(t for run in runs for t in run)
     return {"p50_ms": 1000 * statistics.median(latencies),
@@ -159,14 +166,19 @@ def speed(targets: Sequence[Target], steps: int) -> None:
                 for kind, client in (("WS", ws_client), ("HTTP", http_client)) for n in (1, CONCURRENT)]
     for target in targets:
         asyncio.run(round_of(http_client, target, 1, 200))  # warm-up
-    print(f"{'measure':<22} {'server':<6} {'p50 ms':>8} {'p99 ms':>8} {'steps/s':>9} {'CPU ms/step':>12}")
+    print(f"{'measure':<22} {'server':<26} {'p50 ms':>8} {'p99 ms':>8} {'steps/s':>9} {'CPU ms/step':>12}")
     for name, client, n in measures:
-        rows = [asyncio.run(round_of(client, target, n, max(1, steps // n))) for target in targets]
-        for target, row in zip(targets, rows, strict=True):
-            print(f"{name:<22} {target.name:<6} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['steps_per_s']:>9.0f}"
+        each = max(1, steps // n)
+        rows = [asyncio.run(round_of(client, target, n, each)) for target in targets]
+        lean = [(f"{targets[0].name}, {choice}", asyncio.run(round_of(client, targets[0], n, each, fields)))
+                for choice, fields in LEAN.items()]
+        for server, row in [*((target.name, row) for target, row in zip(targets, rows, strict=True)), *lean]:
+            print(f"{name:<22} {server:<26} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['steps_per_s']:>9.0f}"
                   f" {row['cpu_ms']:>12.3f}")
-        ratio = rows[0]["steps_per_s"] / rows[1]["steps_per_s"]
-        print(f"{'':<22} {'ratio':<6} {'':>8} {'':>8} {ratio:>9.2f}  ({targets[0].name} / {targets[1].name})")
+        echo = rows[1]["steps_per_s"]
+        ratios = "  ".join(f"{row['steps_per_s'] / echo:.2f}" for row in (rows[0], *(r for _, r in lean)))
+        print(f"{'':<22} {'ratio to ' + targets[1].name:<26} {ratios}  (whole observation, "
+              f"{', '.join(LEAN)})")
 
 
 # --- size --------------------------------------------------------------------------------------------------
@@ -222,7 +234,7 @@ async def open_http_sessions(target: Target, count: int) -> list[str]:
     for seed in range(count):
         session = (await http.ask("/reset", {"seed": seed}))["session_id"]
         for _ in range(5):
-            await http.ask("/step", {"session_id": session, "action": JOINT_ACTION})
+            await http.ask("/step", {"session_id": session, "action": JOINT_ACTIONS[0]})
         sessions.append(session)
     await http.close()
     return sessions
@@ -242,7 +254,7 @@ async def ws_sessions(target: Target, count: int) -> float:
         await ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
         await ws.recv()
         for _ in range(5):
-            await ws.send(json.dumps({"type": "step", "data": JOINT_ACTION}))
+            await ws.send(json.dumps({"type": "step", "data": JOINT_ACTIONS[0]}))
             await ws.recv()
     held = rss_mib(target.process)
     for ws in connections:
@@ -274,7 +286,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(name: str, command: list[str], action: dict[str, Any], sessions: int) -> Target:
+def start(name: str, command: list[str], actions: tuple[dict[str, Any], ...], sessions: int) -> Target:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "AAOS_MAX_SESSIONS": str(sessions), "AAOS_MAX_SESSIONS_PER_CLIENT": str(sessions)}
@@ -285,7 +297,7 @@ def start(name: str, command: list[str], action: dict[str, Any], sessions: int) 
     while time.monotonic() < deadline and process.poll() is None:
         try:
             with socket.create_connection((HOST, port), timeout=1):
-                return Target(name, port, process, action)
+                return Target(name, port, process, actions)
         except OSError:
             time.sleep(0.2)
     process.terminate()
@@ -299,8 +311,8 @@ def main() -> None:
     args = parser.parse_args()
     sessions = max(2 * CONCURRENT, args.sessions + 10)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  ({os.cpu_count()} CPUs)")
-    targets = [start("AAOS", ["-m", "aaos.cli", "serve", "--host", HOST], JOINT_ACTION, sessions),
-               start("echo", [str(REPO / "perf" / "echo_server.py")], ECHO_ACTION, sessions)]
+    targets = [start("AAOS", ["-m", "aaos.cli", "serve", "--host", HOST], JOINT_ACTIONS, sessions),
+               start("echo", [str(REPO / "perf" / "echo_server.py")], ECHO_ACTIONS, sessions)]
     try:
         speed(targets, args.steps)
         size(targets[0])

@@ -10,9 +10,11 @@ from typing import Any
 import httpx
 import pytest
 from helpers import serving
+from pydantic import ValidationError
 
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
+from aaos.server.models import WireAction, typed_joint_action
 from aaos.server.sessions import SessionConfig
 
 
@@ -125,3 +127,46 @@ def test_aaos_serve_shows_the_state_by_default() -> None:
     environment = {key: value for key, value in os.environ.items() if key != "AAOS_HIDE_STATE"}
     with serving(environment) as url, httpx.Client(base_url=url, timeout=30) as http:
         assert http.get("/state", params={"session_id": open_session(http)}).status_code == 200
+
+
+# --- the accepted-action cache: a role's action validated once, never a different verdict --------------------
+
+
+def whole_way(data: dict[str, Any]) -> dict[str, Any] | str:
+    try:
+        return WireAction.model_validate(data).typed("org").to_joint_action()
+    except ValidationError as error:
+        return str(error.errors()[0]["loc"]) + error.errors()[0]["msg"]
+
+
+def remembered(data: dict[str, Any]) -> dict[str, Any] | str:
+    try:
+        return typed_joint_action("org", data)
+    except ValidationError as error:
+        return str(error.errors()[0]["loc"]) + error.errors()[0]["msg"]
+
+
+@pytest.mark.parametrize("refused", [True, "5", 5.5, None, [5]])
+def test_an_accepted_amount_does_not_let_a_value_of_another_json_type_through(refused: Any) -> None:
+    for amount in (5, 5.0):
+        assert remembered(approve(amount)) == remembered(approve(amount)) == whole_way(approve(amount))
+    verdict = remembered(approve(refused))
+    assert isinstance(verdict, str) and "amount" in verdict
+    assert verdict == remembered(approve(refused)) == whole_way(approve(refused))
+
+
+def test_a_remembered_role_action_beside_an_unknown_role_or_a_bad_one_is_still_refused() -> None:
+    good = {**approve(5), "engineer": None}
+    assert remembered(good) == whole_way(good) == {"operations": whole_way(approve(5))["operations"]}
+    for bad in ({**good, "intern": None}, {**good, "engineer": {"action_type": "approve_resource"}},
+                {**good, "metadata": None}):
+        assert isinstance(remembered(bad), str)
+        assert remembered(bad) == whole_way(bad)
+
+
+def test_changing_a_returned_joint_action_changes_no_later_one() -> None:
+    first = remembered(approve(7))
+    assert isinstance(first, dict)
+    first["operations"]["payload"]["amount"] = 999
+    first["operations"]["action_type"] = "no_op"
+    assert remembered(approve(7)) == whole_way(approve(7))

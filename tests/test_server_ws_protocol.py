@@ -285,3 +285,14 @@ def test_a_server_that_hides_the_ground_truth_hides_it_over_websocket_too() -> N
         refused = ask(ws, {"type": "state"})
         assert refused["type"] == "error" and "hides the ground truth" in refused["data"]["message"]
         assert ask(ws, {"type": "step", "data": QUERY})["data"]["observation"]["step_count"] == 1
+
+
+@pytest.mark.parametrize(("deflate", "negotiated"), [(None, False), ("1", True)], ids=["default", "AAOS_WS_DEFLATE=1"])
+def test_answers_are_compressed_only_when_the_server_is_told_to(deflate: str | None, negotiated: bool) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "AAOS_WS_DEFLATE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    if deflate is not None:
+        env["AAOS_WS_DEFLATE"] = deflate
+    with serving(env) as url, connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:  # offers deflate
+        assert ("permessage-deflate" in ws.response.headers.get("Sec-WebSocket-Extensions", "")) is negotiated
+        assert ask(ws, {"type": "reset", "data": {"seed": 0}})["data"]["observation"]["step_count"] == 0

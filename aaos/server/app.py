@@ -26,7 +26,6 @@ import time
 from collections.abc import Container, Sequence
 from typing import Annotated, Any
 
-import pydantic_core
 import uvicorn
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -61,8 +60,17 @@ from aaos.server.models import (
     env_schemas,
     error_messages,
 )
-from aaos.server.sessions import ClientLimit, Clock, Refused, SessionConfig, SessionStore, StateHidden, UnknownSession
-from aaos.server.wire import Lean, clipped
+from aaos.server.sessions import (
+    ClientLimit,
+    Clock,
+    Refused,
+    SessionConfig,
+    SessionStore,
+    StateHidden,
+    UnknownSession,
+    env_flag,
+)
+from aaos.server.wire import Lean, clipped, dumps
 from aaos.server.ws import add_ws_route
 
 MAX_BODY_BYTES = 64 * 1024
@@ -100,7 +108,7 @@ def create_app(config: SessionConfig | None = None, clock: Clock = time.monotoni
 
 def _json(data: Any) -> Response:
     """Serialise straight to JSON bytes (the routes' response models document the shape)."""
-    return Response(pydantic_core.to_json(data), media_type="application/json")
+    return Response(dumps(data), media_type="application/json")
 
 
 _SESSION_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -176,7 +184,7 @@ def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
         `roles` and `observe` make the answer lean (one role's view, or no observation)."""
         session = sessions.get(request.session_id)
         try:
-            joint = session.env.typed(request.action)
+            joint = session.env.typed(request.action.plain())
         except ValidationError as error:
             raise RequestValidationError([{**e, "loc": ("body", "action", *e["loc"])} for e in error.errors()]
                                          ) from None
@@ -328,8 +336,11 @@ class ContainErrors:
 
 def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
     """How an AAOS server runs under uvicorn (`aaos serve` and the Space alike): a WebSocket frame is capped
-    at MAX_BODY_BYTES, as an HTTP body is (a larger one closes the connection with 1009)."""
-    return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES)
+    at MAX_BODY_BYTES, as an HTTP body is (a larger one closes the connection with 1009); WebSocket answers are
+    not compressed unless AAOS_WS_DEFLATE is on (compressing a full observation costs more server CPU than the
+    step: a client short of bandwidth asks for lean answers, or a server for a slow link turns it on)."""
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES,
+                          ws_per_message_deflate=env_flag("AAOS_WS_DEFLATE"))
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning",

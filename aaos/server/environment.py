@@ -10,6 +10,7 @@ finds fault with, raises and changes nothing.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from aaos.server.models import (
     WireAction,
     check_episode,
     episode_params,
+    typed_joint_action,
 )
 
 if TYPE_CHECKING:
@@ -61,10 +63,10 @@ class AAOSEnvironment(OpenEnvEnvironment[WireAction, AAOSObservation, AAOSState]
             self.episode_id = params.episode_id
             return observation
 
-    def typed(self, action: WireAction) -> JointAction:
-        """A wire action validated as the session environment's typed joint action (pydantic's
-        ValidationError, naming each field, otherwise)."""
-        return action.typed(self.env_id).to_joint_action()
+    def typed(self, data: Mapping[str, Any]) -> JointAction:
+        """A decoded joint action validated as the session environment's typed joint action (pydantic's
+        ValidationError, naming each field, otherwise; aaos.server.models.typed_joint_action)."""
+        return typed_joint_action(self.env_id, data)
 
     def advance(self, joint_action: JointAction, observe: bool = True) -> StepResult:
         """Check the joint action (InvalidAction if the environment finds fault with it), then step (with
@@ -90,7 +92,7 @@ class AAOSEnvironment(OpenEnvEnvironment[WireAction, AAOSObservation, AAOSState]
         return AAOSObservation.model_validate({**observation, "reward": None})
 
     def step(self, action: WireAction, timeout_s: float | None = None, **kwargs: Any) -> AAOSObservation:
-        result = self.advance(self.typed(action))
+        result = self.advance(self.typed(action.plain()))
         return observation_model(result)
 
     @property

@@ -24,7 +24,6 @@ from aaos.core.spec import ActionSpec
 from aaos.server.models import (
     InvalidAction,
     InvalidParams,
-    WireAction,
     check_episode,
     episode_params,
     error_messages,
@@ -56,7 +55,7 @@ def _checked(session: AAOSEnvironment, actions: Any, where: Callable[[tuple[Any,
     if problems:
         raise InvalidAction(problems)
     try:
-        return session.typed(WireAction.model_validate(actions))
+        return session.typed(actions)
     except ValidationError as error:
         raise InvalidParams(error_messages([{**e, "loc": where(e["loc"])} for e in error.errors()])) from None
 

@@ -11,10 +11,12 @@ and `GET /envs` show each environment's types; `/openapi.json` documents the def
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
-from functools import cache
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
+import orjson
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import (
     BaseModel,
@@ -134,15 +136,32 @@ def joint_action_model(spec: EnvSpec) -> type[JointActionBase]:
     return create_model(f"{_camel(spec.id)}JointAction", __base__=JointActionBase, **fields)
 
 
-@cache
-def _typed(spec: EnvSpec) -> type[JointActionBase]:
-    return joint_action_model(spec)
+@dataclass(frozen=True, slots=True)
+class _Typed:
+    """What the wire keeps per environment spec: its typed joint action, and the role actions it accepted
+    (typed_joint_action's cache, keyed by the role and the action's exact JSON)."""
+
+    spec: EnvSpec
+    model: type[JointActionBase]
+    accepted: dict[tuple[str, bytes], dict[str, Any]]
+
+
+_TYPED: dict[str, _Typed] = {}
+
+
+def _typed(env: str) -> _Typed:
+    """Environment `env`'s wire types, built once per spec (a re-registered id gets new ones; specs are
+    compared by identity, since hashing one walks all of it)."""
+    spec = aaos.spec(env)
+    typed = _TYPED.get(env)
+    if typed is None or typed.spec is not spec:
+        typed = _TYPED[env] = _Typed(spec, joint_action_model(spec), {})
+    return typed
 
 
 def action_model(env: str) -> type[JointActionBase]:
-    """The typed joint action of a registered environment, built once per spec (a re-registered id gets
-    a new one)."""
-    return _typed(aaos.spec(env))
+    """The typed joint action of a registered environment."""
+    return _typed(env).model
 
 
 AAOSAction = action_model(aaos.DEFAULT_ENV)
@@ -162,11 +181,58 @@ class WireAction(Action, BoundedDepth):
                                      handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         return handler(AAOSAction.__pydantic_core_schema__)
 
+    def plain(self) -> dict[str, Any]:
+        """The joint action as decoded JSON: role -> action (or null), and `metadata` if it was given."""
+        return {**({"metadata": self.metadata} if self.metadata else {}), **(self.__pydantic_extra__ or {})}
+
     def typed(self, env: str) -> JointActionBase:
         """This action validated as `env`'s typed joint action (ValidationError saying what is wrong), strictly
         as JSON: no coercion between JSON types (`true`, `"5"` or `2.5` is not an integer; a number without a
         fraction, 2 or 2.0, is). Strings still become the enum members they name."""
         return action_model(env).model_validate_json(to_json(integral(self.model_dump())), strict=True)
+
+
+ACCEPTED_CACHE_SIZE = 4096
+"""Role actions remembered per environment spec by `typed_joint_action` (the cache starts over when full)."""
+
+
+def typed_joint_action(env: str, data: Mapping[str, Any]) -> JointAction:
+    """A decoded joint action (role -> action or null) validated as `env`'s typed joint action (WireAction.typed:
+    ValidationError naming each field otherwise), as the plain joint action the environment takes.
+
+    A role's action accepted before is looked up instead of validated again, keyed by the role and its exact
+    JSON (so 2, 2.0 and true are three keys): the typed joint action validates each role's field on its own,
+    so whether a role's action passes, and what it becomes, depends on nothing else. Any other key (an
+    unknown role, OpenEnv's `metadata`) or an unseen action goes the whole way."""
+    accepted = _typed(env).accepted
+    joint: JointAction = {}
+    for role, raw in data.items():
+        try:
+            hit = accepted.get((role, orjson.dumps(raw)))
+        except TypeError:  # not plain JSON data (orjson's encode error is a TypeError): validated the whole way
+            hit = None
+        if hit is None:
+            return _validated(env, data, accepted)
+        if hit:
+            joint[role] = _own(hit)
+    return joint
+
+
+def _own(action: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a plain role action that shares nothing a caller could change with the cache."""
+    return {"action_type": action["action_type"], "payload": dict(action["payload"])}
+
+
+def _validated(env: str, data: Mapping[str, Any], accepted: dict[tuple[str, bytes], dict[str, Any]]) -> JointAction:
+    """`data` validated the whole way; each role's accepted action remembered (an empty dict for a null one)."""
+    joint = WireAction.model_validate(data).typed(env).to_joint_action()
+    if len(accepted) >= ACCEPTED_CACHE_SIZE:
+        accepted.clear()
+    for role, raw in data.items():
+        if role in joint or raw is None:
+            with contextlib.suppress(TypeError):
+                accepted[(role, orjson.dumps(raw))] = _own(joint[role]) if role in joint else {}
+    return joint
 
 
 class AAOSObservation(Observation):

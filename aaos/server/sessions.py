@@ -74,7 +74,7 @@ class SessionConfig:
                    ttl=_env_number("AAOS_SESSION_TTL", float, DEFAULT_TTL),
                    max_per_client=int(_env_number("AAOS_MAX_SESSIONS_PER_CLIENT", int, DEFAULT_MAX_PER_CLIENT)),
                    evict_after=_env_number("AAOS_EVICT_AFTER", float, DEFAULT_EVICT_AFTER),
-                   hide_state=_env_flag("AAOS_HIDE_STATE"))
+                   hide_state=env_flag("AAOS_HIDE_STATE"))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> float:
@@ -90,7 +90,8 @@ def _env_number(name: str, kind: type[int] | type[float], default: float) -> flo
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
-def _env_flag(name: str) -> bool:
+def env_flag(name: str) -> bool:
+    """Environment variable `name` as a flag (1/true/yes/on or 0/false/no/off; unset: off); ValueError otherwise."""
     raw = os.environ.get(name, "").strip().lower()
     if raw not in _TRUE + _FALSE:
         raise ValueError(f"{name} must be one of {', '.join(_TRUE + _FALSE[1:])}, got {raw!r}")

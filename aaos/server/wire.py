@@ -1,5 +1,6 @@
 """What every API surface (HTTP, WebSocket, MCP) puts on the wire beyond the simulation itself: lean
-observations (only the views a client asked for, or none) and error messages that never echo long input.
+observations (only the views a client asked for, or none), the JSON encoding of answers, and error messages
+that never echo long input.
 
 A client that plays one role, or only needs rewards, asks for less: `roles` keeps the views of those roles
 only (`agent_observations` is cut down; every other observation key stays), `observe=False` sends no
@@ -14,9 +15,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+from pydantic_core import to_jsonable_python
+
 import aaos
 from aaos.core.env import Observation, StepResult
 from aaos.server.models import MAX_MESSAGES, InvalidParams
+
+
+def dumps(data: Any) -> bytes:
+    """JSON bytes of an answer, with orjson (about four times as fast as pydantic's encoder on an observation);
+    anything that is not plain data (a pydantic model) is encoded as pydantic would."""
+    return orjson.dumps(data, default=to_jsonable_python, option=orjson.OPT_NON_STR_KEYS)
+
 
 MAX_ECHO_CHARS = 200
 """An error message is cut to this many characters, so that an error about a huge input is never huge."""

@@ -47,19 +47,19 @@ from uvicorn.protocols.utils import ClientDisconnected
 
 import aaos
 from aaos.core.env import Observation
+from aaos.core.spec import EnvSpec
 from aaos.server.environment import AAOSEnvironment
 from aaos.server.mcp_routes import McpRoutes
 from aaos.server.models import (
     InvalidAction,
     InvalidParams,
     ViewChoice,
-    WireAction,
     check_episode,
     episode_params,
     error_messages,
 )
 from aaos.server.sessions import Refused, Session, SessionStore, StateHidden, UnknownSession
-from aaos.server.wire import Lean, clip, clipped
+from aaos.server.wire import Lean, clip, clipped, dumps
 
 log = logging.getLogger("aaos.server")
 
@@ -102,7 +102,7 @@ def add_ws_route(app: FastAPI, sessions: SessionStore, mcp: McpRoutes) -> None:
 
 def encode(kind: str, data: Any) -> str:
     """One OpenEnv frame as JSON text."""
-    return orjson.dumps({"type": kind, "data": data}).decode()
+    return dumps({"type": kind, "data": data}).decode()
 
 
 def error_frame(code: WSErrorCode, message: str, **extra: Any) -> str:
@@ -222,7 +222,7 @@ class Connection:
         return observation_data(lean.observation(observation), None, observation.get("done", False), {})
 
     def step(self, data: dict[str, Any], lean_fields: dict[str, Any]) -> Frame:
-        joint = self.env.typed(WireAction.model_validate(data))
+        joint = self.env.typed(data)
         lean = _lean(self.env.env_id, lean_fields)
         result = self.env.advance(joint, lean.observe)
         return observation_data(lean.observation(result.observation), result.reward, result.done, result.info)
@@ -268,17 +268,33 @@ def _object_data(request: dict[str, Any], required: bool) -> dict[str, Any]:
     return data
 
 
+_LEANS: dict[tuple[str, bytes], tuple[EnvSpec, Lean]] = {}
+"""Lean choices accepted before, by environment and exact JSON, with the spec they were checked against (a
+client sends the same choice with every message)."""
+LEANS_CACHE_SIZE = 256
+
+
 def _lean(env: str, fields: dict[str, Any]) -> Lean:
     """The lean choice (`roles`, `observe`) of a message, checked against environment `env`."""
     if not fields:
         return FULL
+    key = (env, orjson.dumps(fields))
+    spec = aaos.spec(env)
+    known = _LEANS.get(key)
+    if known is not None and known[0] is spec:
+        return known[1]
     try:
         choice = ViewChoice.model_validate(fields)
-        return Lean.of(env, choice.roles, choice.observe)
+        lean = Lean.of(env, choice.roles, choice.observe)
     except ValidationError as error:
         problems = clipped(error_messages(error.errors()))
     except InvalidParams as error:
         problems = clipped(error.problems)
+    else:
+        if len(_LEANS) >= LEANS_CACHE_SIZE:
+            _LEANS.clear()
+        _LEANS[key] = (spec, lean)
+        return lean
     raise BadMessage(WSErrorCode.VALIDATION_ERROR, "Invalid message: " + "; ".join(problems), problems)
 
 
