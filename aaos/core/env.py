@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,14 @@ class Environment(ABC):
     @abstractmethod
     def observation(self) -> Observation:
         """The current observation (what reset/step returned last)."""
+
+    def observation_of(self, roles: Sequence[str]) -> Observation:
+        """The current observation with only the views of `roles` (roles of the spec, in that order) in
+        `agent_observations`, every other key as `observation()` has it: for a client that plays some roles.
+        An environment whose views cost something to build overrides it to build only those."""
+        observation = self.observation()
+        views = observation["agent_observations"]
+        return {**observation, "agent_observations": {role: views[role] for role in roles}}
 
     @abstractmethod
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:

@@ -70,7 +70,7 @@ from aaos.server.sessions import (
     UnknownSession,
     env_flag,
 )
-from aaos.server.wire import Lean, clipped, dumps
+from aaos.server.wire import Lean, clipped, dumps, step_answer
 from aaos.server.ws import add_ws_route
 
 MAX_BODY_BYTES = 64 * 1024
@@ -189,7 +189,7 @@ def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
             raise RequestValidationError([{**e, "loc": ("body", "action", *e["loc"])} for e in error.errors()]
                                          ) from None
         lean = Lean.of(session.env.env_id, request.roles, request.observe)
-        return _json(lean.result(session.env.advance(joint, lean.observe)))
+        return _json(step_answer(session.env.advance(joint, lean)))
 
     @app.get("/state", response_model=AAOSState, summary="The full ground-truth state of a session", tags=["Sessions"],
              responses={**_SESSION_ERRORS, 403: {"model": Problem, "description": "The server hides the ground "

@@ -30,6 +30,7 @@ from aaos.server.models import (
     episode_params,
     typed_joint_action,
 )
+from aaos.server.wire import FULL, Lean
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -68,14 +69,15 @@ class AAOSEnvironment(OpenEnvEnvironment[WireAction, AAOSObservation, AAOSState]
         ValidationError, naming each field, otherwise; aaos.server.models.typed_joint_action)."""
         return typed_joint_action(self.env_id, data)
 
-    def advance(self, joint_action: JointAction, observe: bool = True) -> StepResult:
-        """Check the joint action (InvalidAction if the environment finds fault with it), then step (with
-        observe=False no observation is built). Raises aaos.EpisodeDone after the episode has ended."""
+    def advance(self, joint_action: JointAction, lean: Lean = FULL) -> StepResult:
+        """Check the joint action (InvalidAction if the environment finds fault with it), then step, observing
+        as `lean` asks (no observation, or only some roles' views, is cheaper). Raises aaos.EpisodeDone after
+        the episode has ended."""
         with self.lock:
             problems = self.env.check(joint_action)
             if problems:
                 raise InvalidAction(problems)
-            return self.env.step(joint_action, observe)
+            return lean.step(self.env, joint_action)
 
     def snapshot(self) -> dict[str, Any]:
         """The full state as JSON data, with the OpenEnv `episode_id` and `step_count`."""

@@ -29,7 +29,7 @@ from aaos.server.models import (
     error_messages,
 )
 from aaos.server.signatures import signed
-from aaos.server.wire import Lean
+from aaos.server.wire import Lean, step_answer
 
 if TYPE_CHECKING:
     from aaos.server.environment import AAOSEnvironment
@@ -67,7 +67,7 @@ def _action_tool(session: AAOSEnvironment, action: ActionSpec) -> Callable[..., 
         # a payload field's problem is named after the argument: (role, action_type, "payload", field) -> field
         joint = _checked(session, {role: {"action_type": action.name, "payload": payload}},
                          lambda loc: loc[3:] if len(loc) > 3 else ("role", *loc))
-        return _role_result(role, session.advance(joint))
+        return _role_result(role, session.advance(joint, Lean((role,))))
 
     role = inspect.Parameter("role", inspect.Parameter.KEYWORD_ONLY, annotation=Literal[action.roles])  # type: ignore[valid-type]
     tool.__doc__ = f"{action.description} Allowed roles: {', '.join(action.roles)}."
@@ -94,7 +94,7 @@ def build_mcp_server(owner: AAOSEnvironment) -> FastMCP:
         views, observe=false returns no observation."""
         lean = Lean.of(session.env_id, roles, observe)
         joint = _checked(session, actions, lambda loc: ("actions", *loc))
-        return lean.result(session.advance(joint, lean.observe))
+        return step_answer(session.advance(joint, lean))
 
     @server.tool(description=(
         f"Start a new episode; returns the first observation. env: one of {', '.join(aaos.env_ids())} (another "

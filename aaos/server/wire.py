@@ -6,7 +6,8 @@ A client that plays one role, or only needs rewards, asks for less: `roles` keep
 only (`agent_observations` is cut down; every other observation key stays), `observe=False` sends no
 observation at all (`"observation": null`; reward, done and info still come). The default is the full
 observation, as OpenEnv clients expect. `Lean.of` checks a request's choice against the session's
-environment; `Lean.observation` and `Lean.result` apply it, the same way on every surface.
+environment; `Lean.step` (a step's answer: only the asked-for views are built) and `Lean.observation` (a
+reset's) apply it, the same way on every surface.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import orjson
 from pydantic_core import to_jsonable_python
 
 import aaos
-from aaos.core.env import Observation, StepResult
+from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.server.models import MAX_MESSAGES, InvalidParams
 
 
@@ -75,8 +76,20 @@ class Lean:
         views = observation["agent_observations"]
         return {**observation, "agent_observations": {role: views[role] for role in self.roles}}
 
-    def result(self, result: StepResult) -> dict[str, Any]:
-        """A step result as the HTTP API and the MCP `joint_action` tool return it: observation (as asked
-        for), reward, done, info."""
-        return {"observation": self.observation(result.observation), "reward": result.reward,
-                "done": result.done, "info": result.info}
+    def step(self, env: Environment, joint_action: JointAction) -> StepResult:
+        """Step `env` and observe as asked: no observation built when none is asked for, and only the chosen
+        roles' views built when some are (Environment.observation_of)."""
+        result = env.step(joint_action, observe=self.observe and self.roles is None)
+        if self.observe and self.roles is not None:
+            result.observation = env.observation_of(self.roles)
+        return result
+
+
+FULL = Lean()
+"""What a request that asks for nothing less gets: the whole observation."""
+
+
+def step_answer(result: StepResult) -> dict[str, Any]:
+    """A step result (observed as asked: Lean.step) as the HTTP API and the MCP `joint_action` tool return it:
+    observation, reward, done, info."""
+    return {"observation": result.observation, "reward": result.reward, "done": result.done, "info": result.info}

@@ -59,7 +59,7 @@ from aaos.server.models import (
     error_messages,
 )
 from aaos.server.sessions import Refused, Session, SessionStore, StateHidden, UnknownSession
-from aaos.server.wire import Lean, clip, clipped, dumps
+from aaos.server.wire import FULL, Lean, clip, clipped, dumps
 
 log = logging.getLogger("aaos.server")
 
@@ -70,8 +70,6 @@ REFUSED_GRACE_S = 10.0
 before it reads (as openenv's clients do) still reads the CAPACITY_REACHED frame instead of a closed socket."""
 
 Frame = dict[str, Any]
-FULL = Lean()
-"""The answer a message that asks for nothing less gets: the whole observation."""
 
 _MESSAGE_FIELDS = {"reset": {"type", "data", "roles", "observe"}, "step": {"type", "data", "roles", "observe"},
                    "state": {"type"}, "close": {"type"}, "mcp": {"type", "data"}}
@@ -224,8 +222,8 @@ class Connection:
     def step(self, data: dict[str, Any], lean_fields: dict[str, Any]) -> Frame:
         joint = self.env.typed(data)
         lean = _lean(self.env.env_id, lean_fields)
-        result = self.env.advance(joint, lean.observe)
-        return observation_data(lean.observation(result.observation), result.reward, result.done, result.info)
+        result = self.env.advance(joint, lean)
+        return observation_data(result.observation, result.reward, result.done, result.info)
 
 
 def decode(message: dict[str, Any]) -> dict[str, Any]:

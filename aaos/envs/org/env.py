@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
@@ -93,6 +94,11 @@ class OrgEnv(Environment):
             self._observation = observe.observation(self.world, self._allowed, self._last_results, self._public,
                                                     self._hint)
         return self._observation
+
+    def observation_of(self, roles: Sequence[str]) -> Observation:
+        if self._observation is not None:
+            return super().observation_of(roles)
+        return observe.observation(self.world, self._allowed, self._last_results, self._public, self._hint, roles)
 
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
         if role not in self._allowed:

@@ -11,7 +11,7 @@ role are compiled once per role into a literal (aaos.core.fresh).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -314,11 +314,12 @@ def observation(
     last_results: dict[str, dict[str, Any]],
     partial_scores: dict[str, float | None],
     task_hint: str,
+    roles: Sequence[str] = ROLES,
 ) -> dict[str, Any]:
-    """The full observation: every role's view plus the organisation-wide facts."""
+    """The observation: the views of `roles` (default: every role's) plus the organisation-wide facts."""
     frame = Frame.of(world)
     views = {}
-    for role in ROLES:
+    for role in roles:
         last = last_results.get(role)
         views[role] = role_view(world, role, allowed[role], None if last is None else copy_record(last), frame)
     return {
