@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import aaos
+from aaos.core.env import Environment, StepResult
 
 
 def _episodes(env_id: str) -> list[tuple[str, str, str]]:
@@ -22,33 +23,37 @@ def _dump(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-@pytest.mark.parametrize("env_id", aaos.env_ids())
-def test_a_step_without_observation_pays_and_reports_what_an_observed_step_does(env_id: str) -> None:
-    """On every task x scenario of every environment, with the champion and random choosing from the observed
-    twin's views: reward, done, info and state agree at every step, and the lean twin's observation, asked for
-    afterwards, is the observed twin's."""
+def _twins(env_id: str, seed: int) -> Iterator[tuple[str, Environment, Environment, StepResult, StepResult]]:
+    """Every step of the champion's and random's episodes on every task x scenario of an environment, taken by
+    two twins, the policy choosing from the observed twin's views: where, the observed twin, the lean twin
+    (stepped with observe=False), and the observed and the lean result."""
     for task, scenario, policy_name in _episodes(env_id):
-        observed = aaos.make(task, scenario=scenario, seed=1, env=env_id)
-        lean = aaos.make(task, scenario=scenario, seed=1, env=env_id)
-        policy = aaos.policies.make(policy_name, seed=1, env=env_id)
+        observed = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+        lean = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+        policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
         observation = observed.reset()
         lean.reset()
         policy.bind(observed)
-        steps = 0
         while True:
             joint = policy.act(observation)
             full, bare = observed.step(joint), lean.step(joint, observe=False)
-            steps += 1
-            where = f"{env_id} {task} {scenario} {policy_name} step {steps}"
-            assert bare.observation is None, where
-            assert (bare.reward, bare.done) == (full.reward, full.done), where
-            assert _dump(bare.info) == _dump(full.info), where
-            assert _dump(lean.state()) == _dump(observed.state()), where
-            if steps % 7 == 0 or full.done:
-                assert _dump(lean.observation()) == _dump(full.observation), where
+            yield f"{env_id} {task} {scenario} {policy_name} step {full.info['step']}", observed, lean, full, bare
             observation = full.observation
             if full.done:
                 break
+
+
+@pytest.mark.parametrize("env_id", aaos.env_ids())
+def test_a_step_without_observation_pays_and_reports_what_an_observed_step_does(env_id: str) -> None:
+    """On every task x scenario of every environment: reward, done, info and state agree at every step, and the
+    lean twin's observation, asked for afterwards, is the observed twin's."""
+    for where, observed, lean, full, bare in _twins(env_id, seed=1):
+        assert bare.observation is None, where
+        assert (bare.reward, bare.done) == (full.reward, full.done), where
+        assert _dump(bare.info) == _dump(full.info), where
+        assert _dump(lean.state()) == _dump(observed.state()), where
+        if full.info["step"] % 7 == 0 or full.done:
+            assert _dump(lean.observation()) == _dump(full.observation), where
 
 
 def _containers(value: Any) -> Iterator[Any]:
@@ -102,33 +107,19 @@ def test_no_two_observations_share_an_object_and_tearing_one_changes_no_later_on
 
 @pytest.mark.parametrize("env_id", aaos.env_ids())
 def test_the_views_of_some_roles_are_the_whole_observation_cut_down(env_id: str) -> None:
-    """On every task x scenario, a twin stepped without observation and then asked for some roles' views (each
-    role alone, and the roles in reverse order) gets exactly the observed twin's observation with only those
-    views, in that order; tearing them apart changes none of the next step's."""
+    """On every task x scenario, the lean twin asked for some roles' views (each role alone, and the roles in
+    reverse order) gets exactly the observed twin's observation with only those views, in that order; tearing
+    them apart changes none of the next step's."""
     roles = aaos.spec(env_id).roles
     choices = [(role,) for role in roles] + [tuple(reversed(roles))]
-    for task, scenario, policy_name in _episodes(env_id):
-        observed = aaos.make(task, scenario=scenario, seed=2, env=env_id)
-        lean = aaos.make(task, scenario=scenario, seed=2, env=env_id)
-        policy = aaos.policies.make(policy_name, seed=2, env=env_id)
-        observation = observed.reset()
-        lean.reset()
-        policy.bind(observed)
-        steps = 0
-        while True:
-            joint = policy.act(observation)
-            full = observed.step(joint)
-            lean.step(joint, observe=False)
-            steps += 1
-            for chosen in choices[steps % len(choices)::3]:
-                views = full.observation["agent_observations"]
-                expected = {**full.observation, "agent_observations": {role: views[role] for role in chosen}}
-                got = lean.observation_of(chosen)
-                assert _dump(got) == _dump(expected), f"{env_id} {task} {scenario} step {steps} roles {chosen}"
-                assert list(got["agent_observations"]) == list(chosen)
-                if not full.done:
-                    _scramble(got)
-            observation = full.observation
-            if full.done:
-                assert _dump(lean.observation()) == _dump(observation)
-                break
+    for where, _, lean, full, _ in _twins(env_id, seed=2):
+        views = full.observation["agent_observations"]
+        for chosen in choices[full.info["step"] % len(choices)::3]:
+            got = lean.observation_of(chosen)
+            expected = {**full.observation, "agent_observations": {role: views[role] for role in chosen}}
+            assert _dump(got) == _dump(expected), f"{where}, roles {chosen}"
+            assert list(got["agent_observations"]) == list(chosen)
+            if not full.done:
+                _scramble(got)
+        if full.done:
+            assert _dump(lean.observation()) == _dump(full.observation), where
