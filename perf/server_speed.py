@@ -20,7 +20,8 @@ average before and after (the figures mean little on a loaded machine, so compar
 Every AAOS client owns its session; each step is a six-role joint action (every role queries one of its
 metrics, another each step), and a session is reset when its episode ends. The AAOS server runs as
 `aaos serve` does by default: WebSocket answers uncompressed (AAOS_WS_DEFLATE off); clients offer
-permessage-deflate as `websockets` does, so echo's answers are compressed (small ones, at little cost). Request counts are bounded and only 127.0.0.1 is contacted.
+permessage-deflate as `websockets` does, so echo's answers are compressed (small ones, at little cost).
+Request counts are bounded and only 127.0.0.1 is contacted.
 """
 
 from __future__ import annotations

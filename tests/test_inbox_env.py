@@ -243,7 +243,7 @@ def test_every_step_honours_the_contracts_and_the_wire_models() -> None:
 
 
 def test_the_grade_report_shows_components_confusion_missed_urgent_and_violations() -> None:
-    env = make("easy")
+    env = make("medium")  # emails arrive in waves: one still to come carries hostile text below
     urgent = first(env, true_priority="high")
     act(env, "classify_email", email_id=urgent.id, category="spam")
     act(env, "ignore_email", email_id=urgent.id)
@@ -251,7 +251,10 @@ def test_the_grade_report_shows_components_confusion_missed_urgent_and_violation
     for part in ("Grade Report", "Classification", "Urgent handling", "Categories", "Missed urgent emails",
                  "ignored_urgent", urgent.id):
         assert part in report
-    env.emails[1].subject = "<script>alert(1)</script>"
+    late = next(e for e in env.emails if e.arrives > env.step_count)
+    late.subject = "<script>alert(1)</script>"
+    while late.arrives > env.step_count:
+        env.step({})
     view = env.observation()["agent_observations"][ROLE]
     for html in (KIT.rendering.role_card(ROLE, view, None), KIT.rendering.world(env.observation()),
                  KIT.rendering.report(env.state())):

@@ -81,6 +81,7 @@ class InboxEnv(Environment):
         self.emails: list[Email] = generate(world, bank(split), inbox_task,
                                             rng("inbox", world.id, task, seed, split, salt))
         self.by_id = {e.id: e for e in self.emails}
+        self._rows: dict[str, dict[str, Any]] = {}
         self.step_count = 0
         self.escalations = 0
         self.opened_id: str | None = None
@@ -139,6 +140,7 @@ class InboxEnv(Environment):
         email = self._find(email_id)
         if email is None:  # the same answer for an id that never existed and one not yet arrived
             return "rejected", f"no email {email_id!r} in the inbox; use an id from the inbox", "unknown_id"
+        self._rows.pop(email.id, None)  # whatever this does to the email, its inbox row is built anew
         if email.closed:
             self._violate("relabel_after_close", f"{kind} on {email.id}, {email.status} at step {email.closed_step}")
             return "rejected", f"{email.id} is closed ({email.status}); a closed email is final", "precondition"
@@ -231,9 +233,17 @@ class InboxEnv(Environment):
             "pending_count": sum(e.status == "open" for e in visible),
             "resolved_count": sum(e.status != "open" for e in visible),
             "elapsed_ratio": round(self.step_count / self.max_steps, 4),
-            "inbox": [observe.email_row(e) for e in visible],
+            "inbox": [self._row(e) for e in visible],
             "opened_email": observe.opened_view(opened) if opened is not None else None,
         }
+
+    def _row(self, email: Email) -> dict[str, Any]:
+        """An email's inbox row, new each time: built once, kept until an action touches the email (only `_apply`
+        changes an email), then copied (a row holds only strings, numbers and booleans)."""
+        row = self._rows.get(email.id)
+        if row is None:
+            row = self._rows[email.id] = observe.email_row(email)
+        return dict(row)
 
     def observation(self) -> Observation:
         shared = self._view()
