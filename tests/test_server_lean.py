@@ -12,6 +12,7 @@ import pytest
 from websockets.sync.client import connect
 
 import aaos
+from aaos.core.info import OBSERVATION_KEYS
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
 from aaos.server.client import AAOSEnv
@@ -48,7 +49,14 @@ def reference(steps: int) -> tuple[dict[str, Any], list[Any], list[dict[str, Any
 
 
 def only(observation: dict[str, Any], roles: list[str]) -> dict[str, Any]:
-    return {**observation, "agent_observations": {r: observation["agent_observations"][r] for r in roles}}
+    """What `roles` see: the keys every observation has, with only their views."""
+    head = {key: value for key, value in observation.items() if key in OBSERVATION_KEYS}
+    return {**head, "agent_observations": {r: observation["agent_observations"][r] for r in roles}}
+
+
+def told(info: dict[str, Any], roles: list[str]) -> dict[str, Any]:
+    """The step info as `roles` are told it: only their action results."""
+    return {**info, "action_results": {r: info["action_results"][r] for r in roles}}
 
 
 def test_http_roles_and_observe_cut_the_observation_and_nothing_else(http: httpx.Client) -> None:
@@ -59,8 +67,12 @@ def test_http_roles_and_observe_cut_the_observation_and_nothing_else(http: httpx
     for index, (joint, expected) in enumerate(zip(joints, results, strict=True)):
         lean = {"roles": ROLES} if index % 2 else {"observe": False}
         answer = http.post("/step", json={"session_id": session, "action": joint, **lean}).json()
-        shown = only(expected["observation"], ROLES) if index % 2 else None
-        assert answer == {**expected, "observation": shown}
+        if index % 2:
+            assert answer == {**expected, "observation": only(expected["observation"], ROLES),
+                              "info": told(expected["info"], ROLES)}
+            assert "system_metrics" in expected["observation"]  # a world-wide field the whole observation has
+        else:
+            assert answer == {**expected, "observation": None}
     full = http.post("/reset", json={"session_id": session}).json()["observation"]
     assert full == first  # the default is still the whole observation
 
@@ -99,7 +111,7 @@ def test_websocket_roles_and_observe(server: BackgroundServer) -> None:
                          "info": results[0]["info"]}  # the refused step changed nothing
         seen = ask({"type": "step", "data": joints[1], "roles": ROLES})["data"]["observation"]
         assert set(seen["agent_observations"]) == set(ROLES)
-        assert seen["info"] == results[1]["info"]
+        assert seen["info"] == told(results[1]["info"], ROLES)
 
 
 def test_the_typed_client_asks_for_lean_answers(server: BackgroundServer) -> None:

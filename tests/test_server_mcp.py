@@ -83,6 +83,8 @@ def test_the_tools_answer_as_lean_as_asked(http: httpx.Client, session: str) -> 
     assert len(whole["observation"]["agent_observations"]) == 6
     cut = call("joint_action", {"actions": action, "roles": ["engineer", "oversight"]})
     assert list(cut["observation"]["agent_observations"]) == ["engineer", "oversight"]
+    assert "system_metrics" in whole["observation"] and "system_metrics" not in cut["observation"]
+    assert list(cut["info"]["action_results"]) == ["engineer", "oversight"]
     blind = call("joint_action", {"actions": action, "observe": False})
     assert blind["observation"] is None and blind["info"]["step"] == 3 and isinstance(blind["reward"], float)
 

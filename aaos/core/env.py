@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aaos.core.actions import parse_joint_action, problems
-from aaos.core.info import shape_problems
+from aaos.core.info import OBSERVATION_KEYS, shape_problems
 from aaos.core.spec import EnvSpec
 
 Observation = dict[str, Any]
@@ -37,6 +37,17 @@ class StepResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"observation": self.observation, "reward": self.reward, "done": self.done, "info": self.info}
+
+
+def seen_by(observation: Observation, roles: Sequence[str]) -> Observation:
+    """What a client that plays `roles` is shown of `observation`: the keys every observation has
+    (aaos.core.info.ObservationHead) with only those roles' views, in that order. An environment's own
+    organisation-wide fields (metrics, the whole inbox, ...) are left out: no single role sees them whole, and a
+    role's agent must see the world only through its view."""
+    views = observation["agent_observations"]
+    seen = {key: value for key, value in observation.items() if key in OBSERVATION_KEYS}
+    seen["agent_observations"] = {role: views[role] for role in roles}
+    return seen
 
 
 class EpisodeDone(RuntimeError):
@@ -86,12 +97,9 @@ class Environment(ABC):
         """The current observation (what reset/step returned last)."""
 
     def observation_of(self, roles: Sequence[str]) -> Observation:
-        """The current observation with only the views of `roles` (roles of the spec, in that order) in
-        `agent_observations`, every other key as `observation()` has it: for a client that plays some roles.
-        An environment whose views cost something to build overrides it to build only those."""
-        observation = self.observation()
-        views = observation["agent_observations"]
-        return {**observation, "agent_observations": {role: views[role] for role in roles}}
+        """The current observation as a client that plays `roles` (roles of the spec) sees it: seen_by. An
+        environment whose views cost something to build overrides it to build only those."""
+        return seen_by(self.observation(), roles)
 
     @abstractmethod
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:

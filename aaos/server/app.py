@@ -162,7 +162,7 @@ def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
     async def reset(connection: Request, request: ResetRequest | None = None) -> Response:
         """Start an episode. Without `session_id` a new session is opened; with it, that session's
         episode starts over (fields left out keep their current values). `roles` and `observe` make the answer
-        lean (only those roles' views, or no observation)."""
+        lean (what those roles see, or no observation)."""
         request = request or ResetRequest()
         if request.session_id is None:
             env = AAOSEnvironment()
@@ -181,7 +181,7 @@ def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
     async def step(request: StepRequest) -> Response:
         """Apply one action per role (roles left out do no_op) and advance one step. Strict: an action the
         environment would reject as input (unknown ids, wrong role, bad payload) is a 422 and changes nothing.
-        `roles` and `observe` make the answer lean (one role's view, or no observation)."""
+        `roles` and `observe` make the answer lean (what one role sees, or no observation)."""
         session = sessions.get(request.session_id)
         try:
             joint = session.env.typed(request.action.plain())

@@ -11,11 +11,11 @@
     async with AAOSEnv(base_url="http://127.0.0.1:8000") as env:   # the async form
         result = await env.reset(env="toy", seed=0)                 # any environment the server has
 
-    env.step({}, roles=["engineer"])             # lean: only the engineer's view in the observation
+    env.step({}, roles=["engineer"])             # lean: only what the engineer sees
     env.step({}, observe=False)                  # leaner: no observation, only reward, done and info
 
-`roles` (only these roles' views) and `observe=False` (no observation: its keys are absent, `info`, reward
-and done still come) make reset and step answers lean (aaos.server.wire.Lean).
+`roles` (only what these roles see: aaos.core.env.seen_by) and `observe=False` (no observation: its keys are
+absent, `info`, reward and done still come) make reset and step answers lean (aaos.server.wire.Lean).
 """
 
 from __future__ import annotations

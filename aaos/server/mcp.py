@@ -90,8 +90,8 @@ def build_mcp_server(owner: AAOSEnvironment) -> FastMCP:
     def joint_action(actions: dict[str, dict[str, Any]], roles: list[str] | None = None,
                      observe: bool = True) -> dict[str, Any]:
         """Advance one step with an action per role: {role: {"action_type": ..., "payload": {...}}};
-        roles left out do no_op. Returns observation, reward, done and info; `roles` keeps only those roles'
-        views, observe=false returns no observation."""
+        roles left out do no_op. Returns observation, reward, done and info; `roles` returns only what those
+        roles see, observe=false no observation."""
         lean = Lean.of(session.env_id, roles, observe)
         joint = _checked(session, actions, lambda loc: ("actions", *loc))
         return step_answer(session.advance(joint, lean))
@@ -100,8 +100,8 @@ def build_mcp_server(owner: AAOSEnvironment) -> FastMCP:
         f"Start a new episode; returns the first observation. env: one of {', '.join(aaos.env_ids())} (another "
         f"environment starts from its defaults and these tools become its actions); task: one of "
         f"{', '.join(t.id for t in spec.tasks)} here; scenario: one of {', '.join(s.id for s in spec.scenarios)} "
-        "here; seed: a non-negative integer. Fields left out keep their current values. roles: only these roles' "
-        "views; observe: false for no observation (null)."))
+        "here; seed: a non-negative integer. Fields left out keep their current values. roles: only what these roles "
+        "see; observe: false for no observation (null)."))
     def new_episode(env: str | None = None, task: str | None = None, scenario: str | None = None,
                     seed: int | None = None, roles: list[str] | None = None, observe: bool = True
                     ) -> dict[str, Any] | None:

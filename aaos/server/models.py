@@ -311,8 +311,9 @@ class ViewChoice(Request):
     """Lean answers: which part of the observation to send back (aaos.server.wire.Lean applies it)."""
 
     roles: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=64, description=(
-        "Send only these roles' views (agent_observations cut down to them; every other observation key and the "
-        "info stay); null: every role. A name that is not a role of the session's environment is a 422."))
+        "Send what these roles see: the keys every observation has with only their views, and only their "
+        "action_results in the info (the environment's world-wide fields are left out); null: the whole "
+        "observation. A name that is not a role of the session's environment is a 422."))
     observe: bool = Field(default=True, description=(
         "false: send no observation (\"observation\": null); reward, done and info still come."))
 

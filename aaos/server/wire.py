@@ -1,13 +1,13 @@
 """What every API surface (HTTP, WebSocket, MCP) puts on the wire beyond the simulation itself: lean
-observations (only the views a client asked for, or none), the JSON encoding of answers, and error messages
-that never echo long input.
+observations (only what the roles a client plays see, or none), the JSON encoding of answers, and error
+messages that never echo long input.
 
-A client that plays one role, or only needs rewards, asks for less: `roles` keeps the views of those roles
-only (`agent_observations` is cut down; every other observation key stays), `observe=False` sends no
-observation at all (`"observation": null`; reward, done and info still come). The default is the full
-observation, as OpenEnv clients expect. `Lean.of` checks a request's choice against the session's
-environment; `Lean.step` (a step's answer: only the asked-for views are built) and `Lean.observation` (a
-reset's) apply it, the same way on every surface.
+A client that plays one role, or only needs rewards, asks for less: `roles` sends what those roles see (the
+keys every observation has, with only their views: aaos.core.env.seen_by; the info's `action_results` only
+theirs), `observe=False` sends no observation at all (`"observation": null`; reward, done and info still
+come). The default is the full observation, as OpenEnv clients expect. `Lean.of` checks a request's choice
+against the session's environment; `Lean.step` (a step's answer: only the asked-for views are built) and
+`Lean.observation` (a reset's) apply it, the same way on every surface.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import orjson
 from pydantic_core import to_jsonable_python
 
 import aaos
-from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.env import Environment, JointAction, Observation, StepResult, seen_by
 from aaos.server.models import MAX_MESSAGES, InvalidParams
 
 
@@ -68,20 +68,23 @@ class Lean:
         return cls(tuple(dict.fromkeys(roles)), observe)
 
     def observation(self, observation: Observation | None) -> Observation | None:
-        """The observation as asked for: None when not observing, else with only the chosen roles' views."""
+        """The observation as asked for: None when not observing, else what the chosen roles see."""
         if not self.observe or observation is None:
             return None
         if self.roles is None:
             return observation
-        views = observation["agent_observations"]
-        return {**observation, "agent_observations": {role: views[role] for role in self.roles}}
+        return seen_by(observation, self.roles)
 
     def step(self, env: Environment, joint_action: JointAction) -> StepResult:
         """Step `env` and observe as asked: no observation built when none is asked for, and only the chosen
-        roles' views built when some are (Environment.observation_of)."""
+        roles' views built when some are (Environment.observation_of); the info then tells only their action
+        results."""
         result = env.step(joint_action, observe=self.observe and self.roles is None)
-        if self.observe and self.roles is not None:
-            result.observation = env.observation_of(self.roles)
+        if self.roles is not None:
+            if self.observe:
+                result.observation = env.observation_of(self.roles)
+            results = result.info["action_results"]
+            result.info = {**result.info, "action_results": {role: results[role] for role in self.roles}}
         return result
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
-from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.env import Environment, JointAction, Observation, StepResult, seen_by
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
 from aaos.envs.org import dynamics, observe, oversight
@@ -98,7 +98,8 @@ class OrgEnv(Environment):
     def observation_of(self, roles: Sequence[str]) -> Observation:
         if self._observation is not None:
             return super().observation_of(roles)
-        return observe.observation(self.world, self._allowed, self._last_results, self._public, self._hint, roles)
+        return seen_by(observe.observation(self.world, self._allowed, self._last_results, self._public, self._hint,
+                                           roles), roles)
 
     def legal_actions(self, role: str) -> dict[str, dict[str, Any]]:
         if role not in self._allowed:
