@@ -3,6 +3,7 @@ ground truth (--hide-state / AAOS_HIDE_STATE): each against a real server on loo
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
 from aaos.server.models import WireAction, typed_joint_action
 from aaos.server.sessions import SessionConfig
+from aaos.server.wire import dumps
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +172,14 @@ def test_changing_a_returned_joint_action_changes_no_later_one() -> None:
     first["operations"]["payload"]["amount"] = 999
     first["operations"]["action_type"] = "no_op"
     assert remembered(approve(7)) == whole_way(approve(7))
+
+
+def test_answers_encode_non_string_keys_and_models_as_json_does() -> None:
+    """An answer with a non-string key (a kit environment's state may have one) or a pydantic model in it is
+    encoded, not refused: the key as JSON writes it, the model as pydantic dumps it; plain answers are unchanged."""
+    action = WireAction.model_validate({"engineer": {"action_type": "no_op"}})
+    assert json.loads(dumps({"state": {3: "three", "x": [1.5, None]}})) == {"state": {"3": "three", "x": [1.5, None]}}
+    assert json.loads(dumps({"action": action})) == {"action": action.model_dump(mode="json")}
+    assert dumps({"a": [1, "two", True]}) == b'{"a":[1,"two",true]}'
+    with pytest.raises(TypeError):
+        dumps({"thing": object()})
