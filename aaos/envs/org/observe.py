@@ -56,10 +56,10 @@ def _task_view(item: WorkItem) -> dict[str, Any]:
     }
 
 
-def _task_seers(item: WorkItem) -> frozenset[str]:
+@cache
+def _task_seers(required_role: str, owner: str | None) -> frozenset[str]:
     """The roles that see a known task: those that see all work, its required role and its owner."""
-    owner = (item.owner,) if item.owner is not None else ()
-    return frozenset((*SEES_ALL_WORK, item.required_role, *owner))
+    return frozenset((*SEES_ALL_WORK, required_role, *((owner,) if owner is not None else ())))
 
 
 RISK_SIGHTED: frozenset[str] = frozenset(r for r in ROLES if r not in RISK_BLIND)
@@ -124,7 +124,7 @@ class Frame:
         for item in world.work:
             if item.status == "upcoming":
                 continue
-            seers = _task_seers(item)
+            seers = _task_seers(item.required_role, item.owner)
             view = _task_view(item)
             for role in seers:
                 tasks[role].append(view)
