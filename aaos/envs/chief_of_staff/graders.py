@@ -76,28 +76,36 @@ def commitments(world: World, arrived: list[Request]) -> float | None:
 EVENING_SLOT = SLOTS.index(EVENING)
 
 
+def day_wellbeing(world: World, day: int) -> float:
+    booked = [world.requests[i].plan.stakeholder for i in world.bookings.get(day * SLOTS_PER_DAY + EVENING_SLOT, ())]
+    family = "family" in booked
+    if any(who != "family" for who in booked):  # work booked into the evening
+        evening = 0.0
+    elif ("family_evening", day) in world.protections or family:
+        evening = 1.0
+    else:
+        evening = 0.5
+    if ("focus_morning", day) in world.breached:
+        morning = 0.0
+    elif ("focus_morning", day) in world.protections:
+        morning = 1.0
+    else:
+        morning = 0.5
+    return 0.7 * evening + 0.3 * morning
+
+
 def wellbeing(world: World) -> float | None:
     lived = world.step // SLOTS_PER_DAY
     if not lived:
         return None
+    # a lived day's figure is kept: nothing books, protects or breaches a slot that has passed (each checks
+    # start >= world.step), so it could not change
+    days = world.lived_wellbeing
+    while len(days) < lived:
+        days.append(day_wellbeing(world, len(days)))
     total = 0.0
-    requests = world.requests
-    for day in range(lived):
-        booked = [requests[i].plan.stakeholder for i in world.bookings.get(day * SLOTS_PER_DAY + EVENING_SLOT, ())]
-        family = "family" in booked
-        if any(who != "family" for who in booked):  # work booked into the evening
-            evening = 0.0
-        elif ("family_evening", day) in world.protections or family:
-            evening = 1.0
-        else:
-            evening = 0.5
-        if ("focus_morning", day) in world.breached:
-            morning = 0.0
-        elif ("focus_morning", day) in world.protections:
-            morning = 1.0
-        else:
-            morning = 0.5
-        total += 0.7 * evening + 0.3 * morning
+    for value in days:  # in day order, as the figure has always been summed: the same float
+        total += value
     return total / lived
 
 

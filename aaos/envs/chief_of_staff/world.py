@@ -120,6 +120,7 @@ class World:
     violations: list[dict[str, Any]] = field(default_factory=list)
     fired: list[dict[str, Any]] = field(default_factory=list)
     penalty: float = 0.0
+    lived_wellbeing: list[float] = field(default_factory=list)  # graders.wellbeing's kept figure of each lived day
 
     @property
     def max_steps(self) -> int:
