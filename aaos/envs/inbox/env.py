@@ -7,6 +7,7 @@ The episode ends when every email has arrived and is closed, or at max_steps.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel
@@ -81,6 +82,7 @@ class InboxEnv(Environment):
         self.emails: list[Email] = generate(world, bank(split), inbox_task,
                                             rng("inbox", world.id, task, seed, split, salt))
         self.by_id = {e.id: e for e in self.emails}
+        self._arriving = Counter(e.arrives for e in self.emails)  # step -> how many emails arrive then
         self._rows: dict[str, dict[str, Any]] = {}
         self.step_count = 0
         self.escalations = 0
@@ -201,7 +203,7 @@ class InboxEnv(Environment):
         return StepResult(self.observation() if observe else None, delivery.reward, self._done, info)
 
     def _arrivals(self) -> list[dict[str, Any]]:
-        count = sum(e.arrives == self.step_count for e in self.emails)
+        count = self._arriving[self.step_count]
         if not count:
             return []
         self._visible = self._arrived()
