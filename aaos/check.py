@@ -35,7 +35,7 @@ from aaos import policies
 from aaos.agents.base import Policy
 from aaos.bench.stats import bootstrap_ci
 from aaos.core.actions import parse_joint_action
-from aaos.core.env import Environment, Observation
+from aaos.core.env import Environment, Observation, seen_by
 from aaos.core.info import info_problems, observation_problems
 from aaos.core.kit import EnvKit
 from aaos.core.seeding import rng, split_seeds
@@ -58,6 +58,9 @@ COMPARED_PER_STEP = 1
 CLONE_EVERY = 10
 """The clone check clones the environment every this many steps."""
 CLONE_STEPS = 5
+ROLE_VIEW_EVERY = 5
+"""The contracts check compares what each role is sent (observation_of) with the observation every this many
+steps, on a twin stepped without observing."""
 RETEST_EVERY = 2
 """Besides every action type the first time it is offered, the legal-actions check re-tests each role's
 least-tested type (with fresh choices) every this many steps."""
@@ -641,10 +644,14 @@ class _Checker:
                     return float(score)
                 continue
             joint = policy.act(observation)
+            twin = env.clone() if step % ROLE_VIEW_EVERY == 0 else None
             result = env.step(joint)
             observation = result.observation
             findings.steps += 1
             where = episode.at(step)
+            if twin is not None:
+                twin.step(joint, observe=False)
+                self._role_views(twin, observation, where, findings)
             if not _number(result.reward):
                 findings.add("reward_range", f"the reward {result.reward!r} is not a finite number; {where}")
             else:
@@ -664,6 +671,29 @@ class _Checker:
         findings.add("contracts", f"the episode did not end after the task's max_steps ({max_steps}); "
                                   f"{episode.at(max_steps)}")
         return float(score) if _number(score) else 0.0
+
+    def _role_views(self, twin: Environment, observation: Any, where: str, findings: _Findings) -> None:
+        """What each role alone is sent (observation_of, built by a twin that stepped without observing) is what
+        it sees of the observation (seen_by): an environment that builds it its own way must build the same."""
+        if not isinstance(observation, Mapping) or observation_problems(observation, self.spec):
+            return  # reported by _look
+        for role in self.spec.roles:
+            expected = seen_by(dict(observation), (role,))
+            try:
+                got = twin.observation_of((role,))
+            except Exception as error:
+                findings.add("contracts", f"observation_of(({role!r},)) raised {_raised(error)}; {where}")
+                return
+            if not isinstance(got, Mapping):
+                findings.add("contracts", f"observation_of(({role!r},)) must be an object, got {_short(got)}; {where}")
+                return
+            if got != expected or list(got) != list(expected):
+                extra, missing = sorted(set(got) - set(expected)), sorted(set(expected) - set(got))
+                differ = [key for key in expected if key in got and got[key] != expected[key]]
+                findings.add("contracts", f"observation_of(({role!r},)) after a step with observe=False is not what "
+                                          f"{role} sees of the observation (seen_by): extra keys {extra}, "
+                                          f"missing keys {missing}, different {differ} (or in another order); {where}")
+                return
 
     def _look(self, env: Environment, observation: Any, sent: Any, episode: _Episode, step: int,
               findings: _Findings) -> None:
@@ -788,7 +818,8 @@ def check_env(env_id: str = DEFAULT_ENV, *, episodes: int = 6, seed: int = 0, fu
     children = _children(env_id, checker.task, checker.scenario, seed)
     per_step = {
         "serialisable": "state() and {steps} observations of {episodes} episodes are plain JSON (no NaN)",
-        "contracts": "the info and observation contracts hold on all {steps} steps of {episodes} episodes",
+        "contracts": "the info and observation contracts hold on all {steps} steps of {episodes} episodes, and "
+                     "each role alone is sent what it sees of the observation",
         "reward_range": "every reward of {steps} steps is finite and every score in [0, 1]",
         "return_is_score": "the rewards of each of {episodes} episodes sum to its final score",
         "hidden_ids": "no hidden id appears in any observation of {episodes} episodes ({steps} steps)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from toy_env import KIT, ToyEnv, toy_spec
@@ -75,6 +76,16 @@ class NoReasonToy(ToyEnv):
         return dataclasses.replace(result, info=info)
 
 
+class WideRoleViewToy(ToyEnv):
+    """observation_of(roles) keeps the world-wide `dock` beside those roles' views: a client that plays one role
+    would be sent what no role sees."""
+
+    def observation_of(self, roles: Sequence[str]) -> Observation:
+        observation = self.observation()
+        views = observation["agent_observations"]
+        return {**observation, "agent_observations": {role: views[role] for role in roles}}
+
+
 def _kit(env_id: str, environment: type[ToyEnv]) -> EnvKit:
     def declared() -> EnvSpec:
         return dataclasses.replace(toy_spec(), id=env_id)
@@ -88,6 +99,7 @@ RAISING = _kit("toy_raising", RaisingToy)
 LEAKY = _kit("toy_leaky", LeakyToy)
 HALF_REWARD = _kit("toy_half_reward", HalfRewardToy)
 NO_REASON = _kit("toy_no_reason", NoReasonToy)
+WIDE_ROLE_VIEW = _kit("toy_wide_role_view", WideRoleViewToy)
 
 BROKEN: dict[str, tuple[str, set[str]]] = {
     "toy_global_random": ("GLOBAL_RANDOM", {"determinism"}),
@@ -96,5 +108,6 @@ BROKEN: dict[str, tuple[str, set[str]]] = {
     "toy_leaky": ("LEAKY", {"hidden_ids"}),
     "toy_half_reward": ("HALF_REWARD", {"return_is_score"}),
     "toy_no_reason": ("NO_REASON", {"contracts"}),
+    "toy_wide_role_view": ("WIDE_ROLE_VIEW", {"contracts"}),
 }
 """env id -> (the kit's name in this module, the checks it must fail and no others)."""
