@@ -18,7 +18,7 @@ from aaos.core.reward import RewardLedger, composite
 from aaos.core.seeding import holdout_salt, rng, seed_split
 from aaos.core.spec import EnvSpec, Split
 from aaos.envs.inbox import observe
-from aaos.envs.inbox.graders import grade
+from aaos.envs.inbox.graders import Tally
 from aaos.envs.inbox.scenario import bank, builtin_scenarios, resolve_scenario
 from aaos.envs.inbox.spec import (
     ACTIONS,
@@ -93,8 +93,9 @@ class InboxEnv(Environment):
         self.last_result: dict[str, Any] | None = None
         self.ledger = RewardLedger()
         self._visible = self._arrived()
+        self._tally = Tally.of(self._visible, self.max_steps)
         self._done = self._finished()
-        self.components = grade(self._visible, self.max_steps)
+        self.components = self._tally.components()
         self.score = composite(self.components, WEIGHTS, self.penalty)
 
     def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
@@ -107,7 +108,7 @@ class InboxEnv(Environment):
 
     def _finished(self) -> bool:
         return self.step_count >= self.max_steps or (
-            self.step_count >= self.last_wave and all(e.closed for e in self.emails))
+            self.step_count >= self.last_wave and self._tally.closed == len(self.emails))
 
     def _arrived(self) -> list[Email]:
         return [e for e in self.emails if e.arrives <= self.step_count]
@@ -169,6 +170,7 @@ class InboxEnv(Environment):
                 self._violate("escalation_over_budget",
                               f"escalation {self.escalations} of a budget of {self.escalation_budget}")
         email.status, email.closed_step = outcome, self.step_count
+        self._tally.close(email)
         return "applied", f"{email.id} {outcome}", None
 
     def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
@@ -188,7 +190,7 @@ class InboxEnv(Environment):
         self.step_count += 1
         fired = self._arrivals()
         self._done = self._finished()
-        self.components = grade(self._visible, self.max_steps)
+        self.components = self._tally.components()
         self.score = composite(self.components, WEIGHTS, self.penalty)
         delivery = self.ledger.deliver(self.step_count, self.score, self._done)
         info = {
@@ -207,6 +209,9 @@ class InboxEnv(Environment):
         if not count:
             return []
         self._visible = self._arrived()
+        for email in self._visible:
+            if email.arrives == self.step_count:
+                self._tally.arrive(email)
         event = {"step": self.step_count, "title": f"{count} new emails arrived"}
         self.events.append(event)
         return [event]

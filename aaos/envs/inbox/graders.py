@@ -5,14 +5,18 @@ For the arrived emails E (an email still open scores 0 on every part) and the ur
     priority        = |{e in E closed with priority = true priority}| / |E|
     resolution      = |{e in E closed with outcome = right outcome}| / |E|
     urgent_handling = |{e in U closed the right way, labelled high, at a step < max_steps / 2}| / |U|  (None if U empty)
-Labels are read at the moment an email closes and never again, so no label can be probed through the score.
+Labels are read at the moment an email closes and never again, so no label can be probed through the score; a
+Tally keeps the counts as emails arrive and close, so a step costs the same however full the inbox is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aaos.envs.inbox.world import Email
+
+Components = dict[str, float | None]
 
 
 def handled_urgently(email: Email, max_steps: int) -> bool:
@@ -20,23 +24,50 @@ def handled_urgently(email: Email, max_steps: int) -> bool:
             and email.closed_step is not None and email.closed_step < max_steps / 2)
 
 
-def grade(arrived: Sequence[Email], max_steps: int) -> dict[str, float | None]:
-    """The four components over the emails arrived so far (`arrived`), in one pass."""
-    if not arrived:
-        return {"classification": None, "priority": None, "resolution": None, "urgent_handling": None}
-    category = priority = outcome = urgent = handled = 0
-    for e in arrived:
-        if e.status != "open":
-            category += e.category == e.true_category
-            priority += e.priority == e.true_priority
-            outcome += e.status == e.true_outcome
-        if e.true_priority == "high":
-            urgent += 1
-            handled += handled_urgently(e, max_steps)
-    seen = len(arrived)
-    return {
-        "classification": category / seen,
-        "priority": priority / seen,
-        "resolution": outcome / seen,
-        "urgent_handling": handled / urgent if urgent else None,
-    }
+@dataclass(slots=True)
+class Tally:
+    """The rubric's counts over the arrived emails: an email counts once when it arrives and once when it closes
+    (its labels and outcome are final then: a closed email cannot be relabelled)."""
+
+    max_steps: int
+    seen: int = 0
+    closed: int = 0
+    urgent: int = 0
+    category: int = 0
+    priority: int = 0
+    outcome: int = 0
+    handled: int = 0
+
+    @classmethod
+    def of(cls, arrived: Sequence[Email], max_steps: int) -> Tally:
+        """The counts over `arrived`, from scratch."""
+        tally = cls(max_steps)
+        for email in arrived:
+            tally.arrive(email)
+            if email.closed:
+                tally.close(email)
+        return tally
+
+    def arrive(self, email: Email) -> None:
+        self.seen += 1
+        self.urgent += email.urgent
+
+    def close(self, email: Email) -> None:
+        self.closed += 1
+        self.category += email.category == email.true_category
+        self.priority += email.priority == email.true_priority
+        self.outcome += email.status == email.true_outcome
+        if email.urgent:
+            self.handled += handled_urgently(email, self.max_steps)
+
+    def components(self) -> Components:
+        """The four components (None before any email has arrived; urgent_handling None without urgent ones)."""
+        seen = self.seen
+        if not seen:
+            return {"classification": None, "priority": None, "resolution": None, "urgent_handling": None}
+        return {
+            "classification": self.category / seen,
+            "priority": self.priority / seen,
+            "resolution": self.outcome / seen,
+            "urgent_handling": self.handled / self.urgent if self.urgent else None,
+        }
