@@ -150,6 +150,7 @@ def test_the_compact_prompt_keeps_every_open_item_once_in_a_fraction_of_the_join
             rows = lines[header + 1: header + 1 + len(open_ids)]
             assert [row.split("|")[0] for row in rows] == open_ids, key
         assert not any(f" {key}=" in user or f"|{key}|" in user for key in told.compact_omit)
+        assert not any(line.startswith((f"{key}:", f"{key} (")) for key in told.compact_omit for line in lines)
         assert len(user) < 0.3 * len(joint_messages(observation, SPEC)[1]["content"])
 
 

@@ -9,6 +9,7 @@ import pytest
 from helpers import MAX_STEPS, TASKS, act, play, scenario_ids
 
 import aaos
+from aaos.envs.org.dynamics import WRONG_ROLE_QUALITY
 
 # --- episode length -------------------------------------------------------------------------------------
 
@@ -138,6 +139,18 @@ def test_delegate_task(launch_env: Any) -> None:
     r = launch_env.step({"product_manager": act("delegate_task", task_id="task_frontend", to="operations")})
     assert outcome(r, "product_manager")[:2] == ("rejected", "precondition")
     assert "completed" in outcome(r, "product_manager")[2]
+
+    while next(w for w in launch_env.state()["work"] if w["id"] == "task_launch_plan")["status"] != "completed":
+        r = launch_env.step({})
+    # a completed task leaves the open list for the completed one, with the quality delivered, seen by the same
+    # roles: its owner and those that see all work (the launch plan was delivered by an engineer, not its
+    # required product manager: half quality)
+    for role in ("product_manager", "engineer", "operations", "oversight"):
+        seen = view(r, role)
+        assert seen["completed_tasks"] == {"task_frontend": 1.0, "task_launch_plan": WRONG_ROLE_QUALITY}, role
+        assert not {"task_frontend", "task_launch_plan"} & {t["id"] for t in seen["visible_tasks"]}, role
+        assert all(t["status"] != "completed" for t in seen["visible_tasks"]), role
+    assert view(r, "data_analyst")["completed_tasks"] == {}
 
 
 def test_request_and_approve_resource(launch_env: Any) -> None:

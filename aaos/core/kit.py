@@ -43,8 +43,9 @@ class Prompting:
     view_order: the view fields a prompt shows, those that change least often first (a server that caches
         prompt prefixes then re-reads only the tail); other fields follow, sorted.
     compact_omit: keys left out, at any depth, of the compact prompt (prose that repeats what ids and
-        choices already say, to a model that learns the world from training data).
-    compact_settled: (field, value) pairs that mark a list item as settled business (a completed task, an
+        choices already say, or a record of settled business, to a model that learns the world from training
+        data).
+    compact_settled: (field, value) pairs that mark a list item as settled business (an accepted plan, an
         answered event) that the compact prompt leaves out: nothing is left to decide about it.
     """
 

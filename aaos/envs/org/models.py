@@ -25,12 +25,11 @@ class TaskView(_Wire):
     id: str
     name: str
     priority: Severity
-    status: Literal["pending", "in_progress", "completed"]
+    status: Literal["pending", "in_progress"]
     required_role: RoleName
     owner: RoleName | None
     deadline_step: int
     effort_remaining: float
-    quality: float
     blocked_on: dict[ResourceType, int]
     remediates: str | None
 
@@ -118,6 +117,7 @@ class RoleView(_Wire):
     role: RoleName
     step: int
     visible_tasks: list[TaskView]
+    completed_tasks: dict[str, float]  # completed task id -> quality delivered (1.0; less by another role)
     system_metrics: dict[MetricName, float]
     signals: list[Signal]
     resources: dict[ResourceType, int] | Hidden

@@ -50,7 +50,6 @@ def _task_view(item: WorkItem) -> dict[str, Any]:
         "owner": item.owner,
         "deadline_step": item.deadline,
         "effort_remaining": round(max(0.0, item.effort - item.progress), 2),
-        "quality": item.quality,
         "blocked_on": item.unmet_needs() if item.status == "in_progress" and item.needs else {},
         "remediates": item.risk_id,
     }
@@ -95,9 +94,11 @@ class Frame:
     that role's own (handed out once, in one view)."""
 
     tasks: dict[str, list[dict[str, Any]]]
-    """Per role: the views of the known tasks it sees."""
+    """Per role: the views of the known, uncompleted tasks it sees."""
     delegable: dict[str, list[str]]
     """Per role: the ids of the known, uncompleted tasks it sees."""
+    completed: dict[str, dict[str, float]]
+    """Per role: the completed tasks it sees, id -> the quality delivered."""
     risks: list[dict[str, Any]]
     """The views of the known, unmitigated risks."""
     role_risks: dict[str, list[dict[str, Any]]]
@@ -121,16 +122,19 @@ class Frame:
     @classmethod
     def of(cls, world: World) -> Frame:
         tasks, delegable = _by_role(), _by_role()
+        completed: dict[str, dict[str, float]] = {role: {} for role in ROLES}
         for item in world.work:
             if item.status == "upcoming":
                 continue
             seers = _task_seers(item.required_role, item.owner)
+            if item.status == "completed":
+                for role in seers:
+                    completed[role][item.id] = item.quality
+                continue
             view = _task_view(item)
             for role in seers:
                 tasks[role].append(view)
-            if item.status != "completed":
-                for role in seers:
-                    delegable[role].append(item.id)
+                delegable[role].append(item.id)
         risks = []
         role_risks = _by_role()
         for risk in world.risks:
@@ -158,6 +162,7 @@ class Frame:
         return cls(
             tasks=tasks,
             delegable=delegable,
+            completed=completed,
             risks=risks,
             role_risks=role_risks,
             incidents=incidents,
@@ -270,6 +275,7 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
         "role": role,
         "step": world.step,
         "visible_tasks": frame.tasks[role],
+        "completed_tasks": frame.completed[role],
         "system_metrics": {m: metrics[m] for m in visible},
         "signals": [signal for metric, signal in frame.signals if metric in visible] if frame.signals else [],
         "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",

@@ -62,12 +62,15 @@ def role_card(role: str, view: Mapping[str, Any], queued: Mapping[str, Any] | No
     requests = [f"<code>{esc(r['id'])}</code> {esc(humanize(r['role']))} asks {esc(r['amount'])} "
                 f"{esc(r['resource_type'])}" for r in view.get("pending_requests", [])]
     tasks = view.get("visible_tasks", [])
+    completed = [f"<code>{esc(task_id)}</code> quality {text(quality)}"
+                 for task_id, quality in view.get("completed_tasks", {}).items()]
     risks = view.get("risks", [])
     body = "".join([
         section("Metrics", chips(view.get("system_metrics", {}), metric_text)),
         section("Resources", resources_html),
         section("Signals", items(signals, "No unreported anomalies."), len(signals)) if signals else "",
-        section("Tasks", items([_task_row(t) for t in tasks], "No tasks visible."), len(tasks)),
+        section("Tasks", items([_task_row(t) for t in tasks], "No open tasks visible."), len(tasks)),
+        section("Completed", items(completed, ""), len(completed)) if completed else "",
         section("Risks", _hidden_or(risks, _risk_row, "No known risks."),
                 len(risks) if isinstance(risks, list) else None),
         section("Resource requests", items(requests, ""), len(requests)) if requests else "",
