@@ -106,9 +106,11 @@ def test_propose_accept_and_reject_plans(launch_env: Any) -> None:
                          "risk_compliance": act("reject_plan", plan_id="plan_0_operations")})
     assert outcome(r, "product_manager")[0] == "applied"
     assert outcome(r, "risk_compliance")[0] == "no_effect"  # already accepted by the data analyst
-    plans = {p["id"]: (p["status"], p["decided_by"]) for p in view(r, "oversight")["plans"]}
-    assert plans == {"plan_0_engineer": ("rejected", "product_manager"),
-                     "plan_0_operations": ("accepted", "data_analyst")}
+    # a decided plan leaves the open list for the decided one, with its verdict and who gave it
+    assert view(r, "oversight")["plans"] == []
+    assert view(r, "oversight")["decided_plans"] == {
+        "plan_0_engineer": {"status": "rejected", "decided_by": "product_manager"},
+        "plan_0_operations": {"status": "accepted", "decided_by": "data_analyst"}}
 
 
 def test_delegate_task(launch_env: Any) -> None:

@@ -85,7 +85,7 @@ def _propose(role: str, view: dict[str, Any]) -> Action | None:
     if shocks:
         resource = next(iter(shocks[0]["resource_deltas"]))
         return action("propose_plan", plan=REPLAN_TEXT.format(resource=resource), addresses=resource)
-    if not view["plans"]:
+    if not view["plans"] and not view["decided_plans"]:
         return action("propose_plan", plan=PLAN_TEXT)
     return None
 

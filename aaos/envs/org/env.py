@@ -26,8 +26,10 @@ from aaos.envs.org.world import World, build_world
 DEFAULT_TASK = "full_episode"
 DEFAULT_SCENARIO = "product_launch_failure"
 VERSION = "4"
-"""4: a role's view lists its completed tasks apart (completed_tasks: id -> quality delivered) and visible_tasks
-holds only open ones, without the quality an open task does not have yet; play and the compact prompt unchanged.
+"""4: settled business is listed by its outcome: a role's view holds its completed tasks apart (completed_tasks:
+id -> quality delivered; visible_tasks only open ones, without the quality an open task does not have yet) and
+the recent plans decided (decided_plans: id -> status and decider; plans only open ones); play and the compact
+prompt unchanged.
 3: a holdout variant's extra risk no longer opens a remediation task named after the risk it copies (which
 spelled that risk while still hidden); 2: fixed horizons, aimed metric queries that take a role's turn, late
 risks (1: the first release)."""

@@ -72,8 +72,13 @@ class PlanView(_Wire):
     id: str
     role: RoleName
     plan: str
-    status: Literal["open", "accepted", "rejected"]
-    decided_by: RoleName | None
+    status: Literal["open"]
+    decided_by: None
+
+
+class DecidedPlanView(_Wire):
+    status: Literal["accepted", "rejected"]
+    decided_by: RoleName
 
 
 class EventView(BaseModel):
@@ -124,7 +129,8 @@ class RoleView(_Wire):
     pending_requests: list[ResourceRequestView]
     risks: list[RiskView] | Hidden
     incidents: list[IncidentView]
-    plans: list[PlanView]
+    plans: list[PlanView]  # the recent plans still open
+    decided_plans: dict[str, DecidedPlanView]  # the recent plans decided, by id
     policy: dict[str, int]
     recent_events: list[EventView]
     oversight_log: list[ViolationView] | Hidden

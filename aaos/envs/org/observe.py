@@ -108,7 +108,9 @@ class Frame:
     resolvable: list[tuple[tuple[str, ...], str]]
     """Each open incident: its resolver roles and its id."""
     plans: list[dict[str, Any]]
-    """The recent plans' views."""
+    """The views of the recent plans still open."""
+    decided_plans: dict[str, dict[str, str]]
+    """The recent plans decided: id -> status and the role that decided it."""
     open_plans: list[tuple[str, str]]
     """Each open plan: its author and its id."""
     events: list[dict[str, Any]]
@@ -159,6 +161,7 @@ class Frame:
                 for role in {r.role, *SEES_ALL_REQUESTS}:
                     requests[role].append(view)
         anomalies = world.anomalies
+        recent_plans = world.plans[-RECENT:]
         return cls(
             tasks=tasks,
             delegable=delegable,
@@ -167,8 +170,10 @@ class Frame:
             role_risks=role_risks,
             incidents=incidents,
             resolvable=resolvable,
-            plans=[{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": p.decided_by}
-                   for p in world.plans[-RECENT:]],
+            plans=[{"id": p.id, "role": p.role, "plan": p.text, "status": p.status, "decided_by": None}
+                   for p in recent_plans if p.status == "open"],
+            decided_plans={p.id: {"status": p.status, "decided_by": p.decided_by}
+                           for p in recent_plans if p.status != "open"},
             open_plans=[(p.role, p.id) for p in world.plans if p.status == "open"],
             events=[dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
             signals=[(e.definition.metric, {"event_id": e.definition.id, "metric": e.definition.metric,
@@ -283,6 +288,7 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
         "risks": "hidden" if role in RISK_BLIND else frame.role_risks[role],
         "incidents": frame.incidents,
         "plans": frame.plans,
+        "decided_plans": frame.decided_plans,
         "policy": frame.policy,
         "recent_events": frame.events[-RECENT:],
         "oversight_log": frame.oversight_log if role in OVERSIGHT_LOG_ROLES else "hidden",

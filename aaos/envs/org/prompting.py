@@ -50,8 +50,8 @@ RULES = (
 )
 
 VIEW_ORDER: tuple[str, ...] = (
-    "policy", "signals", "resources", "pending_requests", "incidents", "plans", "risks", "recent_events",
-    "system_metrics", "completed_tasks", "visible_tasks", "oversight_log", "last_query_step",
+    "policy", "signals", "resources", "pending_requests", "incidents", "plans", "decided_plans", "risks",
+    "recent_events", "system_metrics", "completed_tasks", "visible_tasks", "oversight_log", "last_query_step",
 )
 """The view fields a prompt shows, those that change least often first: a server that caches prompt prefixes
 (llama.cpp, hosted APIs) then re-reads only the tail of a role's prompt from one step to the next. The legal
@@ -62,6 +62,7 @@ PROMPTING = Prompting(
     rules=RULES,
     briefs=ROLE_BRIEFS,
     view_order=VIEW_ORDER,
-    compact_omit=frozenset({"name", "title", "description", "detail", "quality", "audited", "completed_tasks"}),
-    compact_settled=frozenset({("status", "accepted"), ("status", "rejected"), ("responded", True)}),
+    compact_omit=frozenset({"name", "title", "description", "detail", "quality", "audited", "completed_tasks",
+                            "decided_plans"}),
+    compact_settled=frozenset({("responded", True)}),
 )

@@ -88,8 +88,10 @@ def world(observation: Mapping[str, Any]) -> str:
     """Organisation-wide facts: metrics, resources, policy, known risks, open incidents, plans."""
     shared = next(iter(observation.get("agent_observations", {}).values()), {})  # plans and policy are shared
     plans = [f"<code>{esc(p['id'])}</code> {pill(p['status'], p['status'])} {esc(p['plan'])}"
-             + (f" <small>decided by {esc(humanize(p['decided_by']))}</small>" if p.get("decided_by") else "")
              for p in shared.get("plans", [])]
+    plans += [f"<code>{esc(plan_id)}</code> {pill(p['status'], p['status'])} "
+              f"<small>decided by {esc(humanize(p['decided_by']))}</small>"
+              for plan_id, p in shared.get("decided_plans", {}).items()]
     risks = observation.get("active_risks", [])
     incidents = observation.get("active_incidents", [])
     return (
