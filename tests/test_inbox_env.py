@@ -156,6 +156,21 @@ def test_a_closed_email_is_final_and_touching_it_is_a_violation() -> None:
     assert env.state()["emails"] == before
 
 
+def test_a_closed_email_leaves_the_view_for_its_outcome_and_stays_in_the_observation() -> None:
+    env = make("easy")
+    kept, ignored = first(env), next(e for e in env.visible()[1:] if not e.closed)
+    act(env, "classify_email", email_id=kept.id, category="billing")
+    observation = act(env, "ignore_email", email_id=ignored.id).observation
+    view = observation["agent_observations"][ROLE]
+    assert view["closed_emails"] == {ignored.id: "ignored"}
+    assert ignored.id not in {row["id"] for row in view["inbox"]}
+    assert all(row["status"] == "open" for row in view["inbox"])
+    assert next(row for row in view["inbox"] if row["id"] == kept.id)["category"] == "billing"
+    rows = {row["id"]: row for row in observation["inbox"]}  # the inbox as a whole: every arrived email
+    assert set(rows) == {e.id for e in env.visible()} and rows[ignored.id]["status"] == "ignored"
+    assert (view["pending_count"], view["resolved_count"]) == (len(view["inbox"]), len(view["closed_emails"]))
+
+
 def test_an_email_not_yet_arrived_is_never_shown_nor_told_apart_from_a_made_up_id() -> None:
     env = make("hard")
     hidden = hidden_ids(env)

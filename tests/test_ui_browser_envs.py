@@ -85,7 +85,9 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     expect(opened).to_contain_text("billing")
     expect(opened).to_contain_text("high")
     act(page, INBOX_ROLE, "mark_resolved", 4, INBOX_STEPS, email_id=email)
-    expect(inbox.locator(f'.aaos-email[data-email="{email}"]')).to_contain_text("resolved")
+    expect(opened).to_contain_text("resolved")
+    expect(inbox.locator(f'.aaos-email[data-email="{email}"]')).to_have_count(0)  # closed: off the open list
+    expect(inbox.locator(".aaos-chip", has_text="Resolved")).to_have_text("Resolved 1")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_inbox_play.png"), full_page=True)
 
@@ -96,6 +98,7 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
 
     page.get_by_role("tab", name="World").click()
     expect(page.locator("#aaos-world")).to_contain_text("Key accounts")
+    expect(page.locator(f'#aaos-world .aaos-email[data-email="{email}"]')).to_contain_text("resolved")
     page.get_by_role("tab", name="Play").click()
 
     set_delay(page, 0.1)

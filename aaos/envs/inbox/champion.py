@@ -65,8 +65,8 @@ def read(email: dict[str, Any], vip_accounts: list[str]) -> tuple[str, str, str]
 
 
 def next_to_open(view: dict[str, Any]) -> str:
-    """The pending email that looks most pressing from its preview (earliest received first among equals)."""
-    pending = [e for e in view["inbox"] if e["status"] == "open"]
+    """The open email that looks most pressing from its preview (earliest received first among equals)."""
+    pending = view["inbox"]
     urgency = {e["id"]: LEVELS.index(read(e, view["vip_accounts"])[1]) for e in pending}
     return min(pending, key=lambda e: (-urgency[e["id"]], e["received_step"]))["id"]
 

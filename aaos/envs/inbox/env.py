@@ -36,7 +36,10 @@ from aaos.envs.inbox.world import Email, generate
 
 DEFAULT_TASK = "medium"
 DEFAULT_SCENARIO = "saas_helpdesk"
-VERSION = "1"
+VERSION = "2"
+"""2: the view lists the open emails as rows and the closed ones by id -> how each was closed (closed_emails); the
+observation's inbox still holds every arrived email; play and the compact prompt unchanged (1: the first
+release)."""
 REWARD_VERSION = "1"
 
 
@@ -230,7 +233,8 @@ class InboxEnv(Environment):
                 found.append(f"{role}: {email_id} is closed ({email.status}); a closed email is final")
         return found
 
-    def _view(self) -> dict[str, Any]:
+    def _view(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The triage agent's view over `rows`, the arrived emails' rows."""
         visible = self._visible
         opened = self.by_id.get(self.opened_id) if self.opened_id else None
         return {
@@ -240,7 +244,8 @@ class InboxEnv(Environment):
             "pending_count": sum(e.status == "open" for e in visible),
             "resolved_count": sum(e.status != "open" for e in visible),
             "elapsed_ratio": round(self.step_count / self.max_steps, 4),
-            "inbox": [self._row(e) for e in visible],
+            "inbox": [row for row in rows if row["status"] == "open"],
+            "closed_emails": {row["id"]: row["status"] for row in rows if row["status"] != "open"},
             "opened_email": observe.opened_view(opened) if opened is not None else None,
         }
 
@@ -253,7 +258,8 @@ class InboxEnv(Environment):
         return dict(row)
 
     def observation(self) -> Observation:
-        shared = self._view()
+        rows = [self._row(e) for e in self._visible]
+        shared = self._view(rows)
         view = {"role": ROLE, "step": self.step_count, **shared, "legal_actions": self.legal_actions(ROLE),
                 "last_action_result": copy_record(self.last_result) if self.last_result is not None else None}
         return {
@@ -262,7 +268,7 @@ class InboxEnv(Environment):
             "agent_observations": {ROLE: view}, "scenario_events": [dict(e) for e in self.events],
             "partial_scores": dict(self.components),
             "pending_count": shared["pending_count"], "resolved_count": shared["resolved_count"],
-            "elapsed_ratio": shared["elapsed_ratio"], "inbox": shared["inbox"],
+            "elapsed_ratio": shared["elapsed_ratio"], "inbox": rows,
         }
 
     def state(self) -> dict[str, Any]:

@@ -56,7 +56,8 @@ class TriageView(_Wire):
     pending_count: int
     resolved_count: int
     elapsed_ratio: float
-    inbox: list[EmailRow]
+    inbox: list[EmailRow]  # the open emails
+    closed_emails: dict[str, Literal["resolved", "escalated", "ignored"]]  # the closed ones: id -> how
     opened_email: OpenedEmail | None
     legal_actions: dict[str, dict[str, Any]]
     last_action_result: dict[str, Any] | None
@@ -75,7 +76,7 @@ class InboxObservation(_Wire):
     pending_count: int
     resolved_count: int
     elapsed_ratio: float
-    inbox: list[EmailRow]
+    inbox: list[EmailRow]  # every arrived email
 
 
 class EmailState(_Wire):

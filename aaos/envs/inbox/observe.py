@@ -1,8 +1,11 @@
-"""What the triage agent sees: the arrived emails as previews, the one it opened last in full, and the counts.
+"""What the triage agent sees: the open emails as previews, the closed ones by how they were closed, the one it
+opened last in full, and the counts.
 
-Never shown: an email before it arrives, any email's facts or true labels, the right outcome. The inbox lists
-each arrived email with its sender, subject, sentiment, a preview of the body and the agent's own labels and
-outcome; `opened_email` is the email last opened with open_email (whole body and earlier thread messages).
+Never shown: an email before it arrives, any email's facts or true labels, the right outcome. The view's inbox
+lists each open email with its sender, subject, sentiment, a preview of the body and the agent's own labels so
+far; `closed_emails` maps each closed one to its outcome (a closed email is final: nothing is left to decide
+about it); `opened_email` is the email last opened with open_email (whole body and earlier thread messages).
+The observation's own `inbox` lists every arrived email as a row, closed ones included.
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ BRIEF = (
     "pressing emails first; new emails arrive in waves."
 )
 
-VIEW_ORDER: tuple[str, ...] = ("company", "vip_accounts", "escalations_left", "inbox", "pending_count",
-                               "resolved_count", "elapsed_ratio", "opened_email")
+VIEW_ORDER: tuple[str, ...] = ("company", "vip_accounts", "escalations_left", "inbox", "closed_emails",
+                               "pending_count", "resolved_count", "elapsed_ratio", "opened_email")
 """Fields that change least often first (cached prompt prefixes); the opened email, which changes most, last."""
 
 PROMPTING = Prompting(
@@ -44,5 +44,5 @@ PROMPTING = Prompting(
     rules=RULES,
     briefs={"triage_agent": BRIEF},
     view_order=VIEW_ORDER,
-    compact_settled=frozenset({("status", "resolved"), ("status", "escalated"), ("status", "ignored")}),
+    compact_omit=frozenset({"closed_emails"}),
 )

@@ -5,6 +5,7 @@ violations)."""
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,12 +42,14 @@ def opened_html(email: Mapping[str, Any] | None) -> str:
 
 
 def role_card(role: str, view: Mapping[str, Any], queued: Mapping[str, Any] | None) -> str:
-    """The triage agent's view: the counts, the opened email, then the inbox."""
+    """The triage agent's view: the counts, the opened email, then the open emails."""
     counts = {"pending": view["pending_count"], "closed": view["resolved_count"],
               "escalations_left": view["escalations_left"], "elapsed": f"{view['elapsed_ratio']:.0%}"}
+    closed = Counter(view["closed_emails"].values())
     inbox = view["inbox"]
     body = (section("Inbox", chips(counts)) + section("Opened email", opened_html(view["opened_email"]))
-            + section("Emails", items([email_row(e) for e in inbox], "No email yet."), len(inbox)))
+            + section("Open emails", items([email_row(e) for e in inbox], "No open email."), len(inbox))
+            + (section("Closed", chips(closed)) if closed else ""))
     return _card(role, view, queued, body)
 
 
