@@ -233,22 +233,6 @@ class InboxEnv(Environment):
                 found.append(f"{role}: {email_id} is closed ({email.status}); a closed email is final")
         return found
 
-    def _view(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """The triage agent's view over `rows`, the arrived emails' rows."""
-        visible = self._visible
-        opened = self.by_id.get(self.opened_id) if self.opened_id else None
-        return {
-            "company": {"name": self.company, "domain": self.domain},
-            "vip_accounts": list(self.vip_accounts),
-            "escalations_left": max(0, self.escalation_budget - self.escalations),
-            "pending_count": sum(e.status == "open" for e in visible),
-            "resolved_count": sum(e.status != "open" for e in visible),
-            "elapsed_ratio": round(self.step_count / self.max_steps, 4),
-            "inbox": [row for row in rows if row["status"] == "open"],
-            "closed_emails": {row["id"]: row["status"] for row in rows if row["status"] != "open"},
-            "opened_email": observe.opened_view(opened) if opened is not None else None,
-        }
-
     def _row(self, email: Email) -> dict[str, Any]:
         """An email's inbox row, new each time: built once, kept until an action touches the email (only `_apply`
         changes an email), then copied (a row holds only strings, numbers and booleans)."""
@@ -258,17 +242,35 @@ class InboxEnv(Environment):
         return dict(row)
 
     def observation(self) -> Observation:
-        rows = [self._row(e) for e in self._visible]
-        shared = self._view(rows)
-        view = {"role": ROLE, "step": self.step_count, **shared, "legal_actions": self.legal_actions(ROLE),
-                "last_action_result": copy_record(self.last_result) if self.last_result is not None else None}
+        rows: list[dict[str, Any]] = []  # every arrived email, for the observation's inbox
+        open_rows: list[dict[str, Any]] = []
+        closed: dict[str, str] = {}
+        for email in self._visible:
+            row = self._row(email)
+            rows.append(row)
+            if email.status == "open":
+                open_rows.append(row)
+            else:
+                closed[email.id] = email.status
+        opened = self.by_id.get(self.opened_id) if self.opened_id else None
+        elapsed = round(self.step_count / self.max_steps, 4)
+        view = {
+            "role": ROLE, "step": self.step_count,
+            "company": {"name": self.company, "domain": self.domain},
+            "vip_accounts": list(self.vip_accounts),
+            "escalations_left": max(0, self.escalation_budget - self.escalations),
+            "pending_count": len(open_rows), "resolved_count": len(closed), "elapsed_ratio": elapsed,
+            "inbox": open_rows, "closed_emails": closed,
+            "opened_email": observe.opened_view(opened) if opened is not None else None,
+            "legal_actions": self.legal_actions(ROLE),
+            "last_action_result": copy_record(self.last_result) if self.last_result is not None else None,
+        }
         return {
             "task": self.task, "scenario_id": self.scenario, "scenario_title": self.title,
             "step_count": self.step_count, "max_steps": self.max_steps, "done": self._done,
             "agent_observations": {ROLE: view}, "scenario_events": [dict(e) for e in self.events],
-            "partial_scores": dict(self.components),
-            "pending_count": shared["pending_count"], "resolved_count": shared["resolved_count"],
-            "elapsed_ratio": shared["elapsed_ratio"], "inbox": rows,
+            "partial_scores": dict(self.components), "pending_count": len(open_rows),
+            "resolved_count": len(closed), "elapsed_ratio": elapsed, "inbox": rows,
         }
 
     def state(self) -> dict[str, Any]:
