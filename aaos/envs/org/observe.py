@@ -95,8 +95,6 @@ class Frame:
 
     tasks: dict[str, list[dict[str, Any]]]
     """Per role: the views of the known, uncompleted tasks it sees."""
-    delegable: dict[str, list[str]]
-    """Per role: the ids of the known, uncompleted tasks it sees."""
     completed: dict[str, dict[str, float]]
     """Per role: the completed tasks it sees, id -> the quality delivered."""
     risks: list[dict[str, Any]]
@@ -123,7 +121,7 @@ class Frame:
 
     @classmethod
     def of(cls, world: World) -> Frame:
-        tasks, delegable = _by_role(), _by_role()
+        tasks = _by_role()
         completed: dict[str, dict[str, float]] = {role: {} for role in ROLES}
         for item in world.work:
             if item.status == "upcoming":
@@ -136,7 +134,6 @@ class Frame:
             view = _task_view(item)
             for role in seers:
                 tasks[role].append(view)
-                delegable[role].append(item.id)
         risks = []
         role_risks = _by_role()
         for risk in world.risks:
@@ -164,7 +161,6 @@ class Frame:
         recent_plans = world.plans[-RECENT:]
         return cls(
             tasks=tasks,
-            delegable=delegable,
             completed=completed,
             risks=risks,
             role_risks=role_risks,
@@ -205,7 +201,7 @@ def _plan_ids(world: World, frame: Frame, role: str) -> Choices | None:
 
 
 def _delegate(world: World, frame: Frame, role: str) -> Choices | None:
-    ids = frame.delegable[role]
+    ids = [task["id"] for task in frame.tasks[role]]
     return {"task_id": ids, "to": list(ROLES)} if ids else None
 
 
