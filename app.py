@@ -18,7 +18,7 @@ from fastapi import FastAPI
 import aaos
 from aaos import doctor
 from aaos.agents.llm import LLMConfig
-from aaos.server.app import create_app, uvicorn_config
+from aaos.server.app import create_app, run_server, uvicorn_config
 from aaos.ui import mount_ui
 
 AUDIT_POLL_S = 0.2
@@ -53,4 +53,4 @@ if __name__ == "__main__":
     print(f"AAOS Space on http://127.0.0.1:{port}", flush=True)
     server = space_server(host, port)
     threading.Thread(target=audit_once_started, args=(server,), name="aaos-doctor", daemon=True).start()
-    server.run()
+    run_server(server)
