@@ -11,6 +11,9 @@ from aaos.envs.chief_of_staff.world import BLOCKS_AT, DRIFT_TITLE, REACTIONS_SHO
 
 AUDIENCES: list[str] = [*STAKEHOLDERS, "all"]
 TRUST_LEVELS = ((0.4, "low"), (0.7, "medium"))
+QUEUED = frozenset(("open", "deferred", "scheduled"))
+"""The statuses of the requests in the queue; the closed ones are listed by id under CLOSED."""
+CLOSED = ("held", "declined", "missed")
 
 
 def coarse(trust: float) -> str:
@@ -20,27 +23,27 @@ def coarse(trust: float) -> str:
 def request_view(world: World, request: Request) -> dict[str, Any]:
     """A request as the chief of staff sees it: links to requests not arrived yet are not shown until they do."""
     p = request.plan
-    known = {r for r in (*p.dependencies, *p.conflicts) if world.requests[r].status != "upcoming"}
+    if p.dependencies or p.conflicts:
+        requests = world.requests
+        dependencies = [r for r in p.dependencies if requests[r].status != "upcoming"]
+        conflicts = [r for r in p.conflicts if requests[r].status != "upcoming"]
+    else:
+        dependencies, conflicts = [], []
     booked = {"day": request.day, "slot": SLOTS[request.slot]} if request.slot is not None else None
     return {"id": p.id, "stakeholder": p.stakeholder, "title": p.title, "criticality": p.criticality,
-            "duration": p.duration, "deadline_day": p.deadline,
-            "dependencies": [r for r in p.dependencies if r in known],
-            "conflicts": [r for r in p.conflicts if r in known], "crisis": p.crisis, "status": request.status,
-            "booked": booked,
+            "duration": p.duration, "deadline_day": p.deadline, "dependencies": dependencies,
+            "conflicts": conflicts, "crisis": p.crisis, "status": request.status, "booked": booked,
             "reopens_day": request.reopens}
 
 
 def calendar(world: World) -> list[dict[str, Any]]:
     """Every day x slot from today: what is booked there and which block protects it."""
-    rows = []
     bookings = world.bookings
-    for day in range(world.day, world.days):
-        cells = {}
-        for slot, name in enumerate(SLOTS):
-            cells[name] = {"booked": list(bookings.get(day * SLOTS_PER_DAY + slot, ())),
-                           "protected": world.protected(day, slot) if BLOCKS_AT[slot] else None}
-        rows.append({"day": day, "slots": cells})
-    return rows
+    protected = world.protected
+    return [{"day": day, "slots": {name: {"booked": list(bookings.get(day * SLOTS_PER_DAY + slot, ())),
+                                          "protected": protected(day, slot) if BLOCKS_AT[slot] else None}
+                                   for slot, name in enumerate(SLOTS)}}
+            for day in range(world.day, world.days)]
 
 
 def legal_actions(world: World) -> dict[str, dict[str, Any]]:
@@ -62,8 +65,14 @@ def legal_actions(world: World) -> dict[str, dict[str, Any]]:
 
 
 def view(world: World, last_result: dict[str, Any] | None) -> dict[str, Any]:
-    queue = [request_view(world, r) for r in world.requests.values() if r.status in ("open", "deferred", "scheduled")]
-    closed = [r for r in world.requests.values() if r.status in ("held", "declined", "missed")]
+    queue = []
+    closed: dict[str, list[str]] = {status: [] for status in CLOSED}
+    for request in world.requests.values():
+        status = request.status
+        if status in QUEUED:
+            queue.append(request_view(world, request))
+        elif status in closed:
+            closed[status].append(request.id)
     return {
         "role": ROLE,
         "step": world.step,
@@ -76,7 +85,7 @@ def view(world: World, last_result: dict[str, Any] | None) -> dict[str, Any]:
         "drift_count": world.drift_count,
         "drift_steps": [e["step"] for e in world.fired if e["title"] == DRIFT_TITLE],
         "requests": queue,
-        "closed": {status: [r.id for r in closed if r.status == status] for status in ("held", "declined", "missed")},
+        "closed": closed,
         "calendar": calendar(world),
         "reactions": [dict(r) for r in world.reactions[-REACTIONS_SHOWN:]],
         "legal_actions": legal_actions(world),
