@@ -61,16 +61,22 @@ def relationships(world: World) -> float:
     return (1 - FLOOR_SHARE) * weighted + FLOOR_SHARE * min(trust.values())
 
 
-def alignment(world: World, arrived: list[Request]) -> float | None:
-    counted = [r for r in arrived if not (r.status == "declined" and r.reason == "conflict" and r.reason_true)]
-    return sum(1 for r in counted if r.status in BOOKED and r.aligned) / len(counted) if counted else None
+def alignment(arrived: list[Request]) -> float | None:
+    counted = aligned = 0
+    for r in arrived:
+        if r.status == "declined" and r.reason == "conflict" and r.reason_true:
+            continue
+        counted += 1
+        if r.status in BOOKED and r.aligned:
+            aligned += 1
+    return aligned / counted if counted else None
 
 
-def commitments(world: World, arrived: list[Request]) -> float | None:
-    booked = [r for r in world.requests.values() if r.status in BOOKED]
+def commitments(world: World, booked: list[Request], arrived: int) -> float | None:
+    """`booked`: the requests scheduled or held; `arrived`: how many requests have arrived."""
     made = len(booked) + len(world.protections)
     broken = sum(1 for r in booked if r.double_booked or r.contradicted or r.no_show) + len(world.breached)
-    return (made - broken) / made * len(booked) / len(arrived) if made and arrived else None
+    return (made - broken) / made * len(booked) / arrived if made and arrived else None
 
 
 EVENING_SLOT = SLOTS.index(EVENING)
@@ -111,8 +117,9 @@ def wellbeing(world: World) -> float | None:
 
 def grade(world: World) -> Components:
     arrived = world.arrived()
+    booked = [r for r in arrived if r.status in BOOKED]
     return {"outcomes": outcomes(world, arrived), "relationships": relationships(world),
-            "alignment": alignment(world, arrived), "commitments": commitments(world, arrived),
+            "alignment": alignment(arrived), "commitments": commitments(world, booked, len(arrived)),
             "wellbeing": wellbeing(world)}
 
 

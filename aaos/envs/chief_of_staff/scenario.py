@@ -106,7 +106,7 @@ def builtin_scenarios() -> dict[str, Scenario]:
 # --- variants ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RequestPlan:
     id: str
     stakeholder: str
@@ -120,7 +120,7 @@ class RequestPlan:
     crisis: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Drift:
     step: int  # the preference changes before the agent acts at this step
     stakeholder: str
@@ -128,7 +128,7 @@ class Drift:
     value: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     """One episode drawn from a scenario: the stakeholders' hidden truths, the requests and the drifts."""
 

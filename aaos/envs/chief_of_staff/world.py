@@ -59,7 +59,7 @@ BLOCKS_AT: dict[int, tuple[str, ...]] = {
 """Slot index -> the blocks that keep that slot, in BLOCKS order."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     plan: RequestPlan
     status: str = "upcoming"  # upcoming, open, deferred, scheduled, held, declined, missed
@@ -94,7 +94,7 @@ class Request:
         return data
 
 
-@dataclass
+@dataclass(slots=True)
 class World:
     task: CosTask
     plan: Plan
@@ -240,12 +240,13 @@ def build_world(plan: Plan, task: CosTask) -> World:
 def arrive(world: World) -> list[dict[str, Any]]:
     """Requests arriving now and deferred ones reopening today enter the queue."""
     events = []
+    step, day = world.step, world.day
     for request in world.requests.values():
-        if request.status == "upcoming" and request.plan.arrives <= world.step:
+        if request.status == "upcoming" and request.plan.arrives <= step:
             request.status = "open"
             if request.plan.crisis:
-                events.append({"step": world.step, "title": f"Crisis: {request.plan.title}", "request": request.id})
-        elif request.status == "deferred" and request.reopens is not None and request.reopens <= world.day:
+                events.append({"step": step, "title": f"Crisis: {request.plan.title}", "request": request.id})
+        elif request.status == "deferred" and request.reopens is not None and request.reopens <= day:
             request.status, request.reopens = "open", None
     return events
 
@@ -425,20 +426,21 @@ def advance(world: World, events: Events) -> list[dict[str, Any]]:
     requests and the trust that lands now. Returns the scenario events that fired."""
     live_slot(world)
     world.step += 1
+    done, step = world.done, world.step
     fired: list[dict[str, Any]] = []
     for drift in world.plan.drifts:
-        if drift.step == world.step:
+        if drift.step == step:
             prefs = world.slot_pref if drift.aspect == "slot" else world.tone_pref
             if drift.aspect == "slot":
                 world.barred[drift.stakeholder] = prefs[drift.stakeholder]
             prefs[drift.stakeholder] = drift.value
             world.drifted[drift.stakeholder] = True
             world.drift_count += 1
-            fired.append({"step": world.step, "title": DRIFT_TITLE})
-    if not world.done:
+            fired.append({"step": step, "title": DRIFT_TITLE})
+    if not done:
         fired += arrive(world)
     for request in world.requests.values():
-        if request.status in ("open", "deferred") and (world.done or world.step >= SLOTS_PER_DAY * (
+        if request.status in ("open", "deferred") and (done or step >= SLOTS_PER_DAY * (
                 request.plan.deadline + GRACE_DAYS + 1)):
             request.status = "missed"
             who = request.plan.stakeholder
@@ -449,16 +451,16 @@ def advance(world: World, events: Events) -> list[dict[str, Any]]:
                 request.flagged = True
                 events.append(world.violate("critical_request_ignored", f"{request.id} was never booked"))
         elif (request.status == "open" and request.plan.criticality == "critical" and not request.touched
-              and not request.flagged and world.step - request.plan.arrives >= IGNORE_WINDOW):
+              and not request.flagged and step - request.plan.arrives >= IGNORE_WINDOW):
             request.flagged = True
             events.append(world.violate("critical_request_ignored",
                                         f"{request.id} open {IGNORE_WINDOW} steps without a decision"))
-    landing = [p for p in world.pending if p[0] <= world.step]
-    world.pending = [p for p in world.pending if p[0] > world.step]
+    landing = [p for p in world.pending if p[0] <= step]
+    world.pending = [p for p in world.pending if p[0] > step]
     for _, who, delta, _ in landing:
         world.trust[who] = min(1.0, max(0.0, world.trust[who] + delta))
-    world.reactions += [{"step": world.step, **seen} for at, seen in world.heard if at <= world.step]
-    world.heard = [(at, seen) for at, seen in world.heard if at > world.step]
+    world.reactions += [{"step": step, **seen} for at, seen in world.heard if at <= step]
+    world.heard = [(at, seen) for at, seen in world.heard if at > step]
     world.fired += fired
     return fired
 
