@@ -11,7 +11,12 @@ pays per step with no world at all (a result record per role, a reward delivery,
 
 This machine is shared and noisy: every timing is repeated and the best and the median repeat are printed with
 the load average. --against PATH (another checkout's root, e.g. `git worktree add ../base HEAD~1`) measures it
-in subprocesses that alternate with this checkout's, so that before and after see the same load.
+in subprocesses that alternate with this checkout's, so that before and after see the same load, and prints
+the speed-up of the best repeats and the median of each alternation's own (paired) speed-up.
+
+The budgets were set on a faster day of this VM, against the code before the speed work (036f955, 90 µs and
+27.6 µs for org then): `--against` a worktree of 036f955 shows how far each environment has come on today's
+machine (2.0x and 1.73x as fast are the budgets' ratios).
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ BUDGET_OBSERVED_US = 45.0
 BUDGET_UNOBSERVED_US = 16.0
 TARGETS = {"thousand_episodes_s": 30.0, "idle_env_bytes": 1_000_000}
 HERE = Path(__file__).resolve().parent.parent
+PAIRED = 3
+"""Repeats of each checkout per alternation with --against."""
 
 
 Trace = tuple[Environment, list[dict[str, Any]]]
@@ -134,7 +141,15 @@ def report(env_id: str, figures: dict[str, list[float]], other: dict[str, list[f
     if other is not None:
         for key, label in (("observed", "with every view"), ("unobserved", "observe=False")):
             ratio = min(other[key]) / min(figures[key])
-            print(_line(f"--against: {label}", other[key]) + f"  (this checkout {ratio:.2f}x as fast)")
+            paired = paired_ratios(figures[key], other[key])
+            print(_line(f"--against: {label}", other[key]) + f"  (this checkout {ratio:.2f}x as fast; paired "
+                  f"{statistics.median(paired):.2f}x, {min(paired):.2f}-{max(paired):.2f})")
+
+
+def paired_ratios(mine: list[float], theirs: list[float]) -> list[float]:
+    """The speed-up of each alternation (best of its PAIRED repeats each side, measured back to back), so that
+    the machine's drift over a long run, which moves both sides alike, cancels out."""
+    return [min(theirs[i:i + PAIRED]) / min(mine[i:i + PAIRED]) for i in range(0, min(len(mine), len(theirs)), PAIRED)]
 
 
 def episode_seconds(repeats: int) -> tuple[float, float]:
@@ -211,9 +226,9 @@ def main() -> None:
             continue
         mine: dict[str, list[float]] = {}
         theirs: dict[str, list[float]] = {}
-        for _ in range(max(1, repeats // 3)):  # alternate the two checkouts, a few repeats each
+        for _ in range(max(1, repeats // PAIRED)):  # alternate the two checkouts, a few repeats each
             for root, into in ((HERE, mine), (args.against.resolve(), theirs)):
-                for key, values in measure_in(root, env_id, 3).items():
+                for key, values in measure_in(root, env_id, PAIRED).items():
                     into.setdefault(key, []).extend(values)
         report(env_id, mine, theirs)
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
