@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
-from aaos.server.models import WireAction, typed_joint_action
+from aaos.server.models import MAX_JSON_DEPTH, WireAction, json_depth_exceeds, typed_joint_action
 from aaos.server.sessions import SessionConfig
 from aaos.server.wire import dumps
 
@@ -183,3 +183,22 @@ def test_answers_encode_non_string_keys_and_models_as_json_does() -> None:
     assert dumps({"a": [1, "two", True]}) == b'{"a":[1,"two",true]}'
     with pytest.raises(TypeError):
         dumps({"thing": object()})
+
+
+def nested_containers(depth: int, leaf: Any) -> Any:
+    """`leaf` inside `depth` containers, objects and arrays in turn."""
+    value = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("depth", [1, 2, MAX_JSON_DEPTH - 1, MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 40])
+@pytest.mark.parametrize("leaf", ["text", [], {}])
+def test_the_depth_limit_counts_every_container_from_the_top(depth: int, leaf: Any) -> None:
+    levels = depth + (leaf in ([], {}))  # an empty container is a level too
+    assert json_depth_exceeds(nested_containers(depth, leaf), MAX_JSON_DEPTH) is (levels > MAX_JSON_DEPTH)
+    beside = {"session_id": "s", "action": {"engineer": {"action_type": "no_op"}},
+              "x": [nested_containers(depth, leaf)]}
+    assert json_depth_exceeds(beside, MAX_JSON_DEPTH) is (levels + 2 > MAX_JSON_DEPTH)
+    assert json_depth_exceeds("text", 0) is False and json_depth_exceeds([], 0) is True
