@@ -11,7 +11,7 @@ process scores and count only in proportion to the work delivered (see grade). F
 from __future__ import annotations
 
 from aaos.envs.org.dynamics import WRONG_ROLE_QUALITY
-from aaos.envs.org.spec import PRIORITY_WEIGHT, REWARD_WEIGHTS
+from aaos.envs.org.spec import PRIORITY_WEIGHT
 from aaos.envs.org.world import WorkItem, World
 
 LATE_DECAY = 0.1
@@ -92,14 +92,16 @@ def collaboration(world: World, handoffs: float) -> float:
     precision = c.right_delegations / c.delegations if c.delegations else 0.0
     plans = world.plans
     plan_score = sum(1 for p in plans if p.status == "accepted") / len(plans) if plans else 0.0
-    requests = [r for r in world.requests
-                if r.answered_step is not None or world.step - r.step > PROMPT_ANSWER_STEPS]
-    answered: float | None = None
-    if requests:
-        answered = sum(
-            (1.0 if r.answered_step - r.step <= PROMPT_ANSWER_STEPS else 0.5) if r.answered_step is not None else 0.0
-            for r in requests
-        ) / len(requests)
+    answered_credit = 0.0
+    graded = 0
+    step = world.step
+    for r in world.requests:
+        if r.answered_step is not None:
+            answered_credit += 1.0 if r.answered_step - r.step <= PROMPT_ANSWER_STEPS else 0.5
+        elif step - r.step <= PROMPT_ANSWER_STEPS:
+            continue  # pending, not yet overdue: not graded
+        graded += 1
+    answered = answered_credit / graded if graded else None
     return weighted_mean([(0.5, handoffs * precision), (0.25, plan_score), (0.25, answered)]) or 0.0
 
 
@@ -174,18 +176,21 @@ def adaptability(world: World) -> float | None:
 
 
 def grade(world: World, assignment_weight: float) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    """All five components by name (None: nothing to grade yet), graded (all, public): public grades only what
-    the organisation knows (the observation's partial_scores); the two differ only in risk_management. Each
-    process component (collaboration, efficiency, adaptability) is its raw value times the delivered share, so
-    that smooth process with nothing delivered earns nothing."""
+    """All five components by name, in REWARD_COMPONENTS' order (None: nothing to grade yet), graded (all,
+    public): public grades only what the organisation knows (the observation's partial_scores); the two differ
+    only in risk_management. Each process component (collaboration, efficiency, adaptability) is its raw value
+    times the delivered share, so that smooth process with nothing delivered earns nothing."""
     business, share, handoffs = work(world, assignment_weight)
     risks, public_risks = risk_credits(world)
     incidents = _incident_credit(world)
-    collaborated = collaboration(world, handoffs)
-    efficient = efficiency(world)
+    collaborated = collaboration(world, handoffs) * share
+    efficient = efficiency(world) * share
     adapted = adaptability(world)
-    process = {"collaboration": collaborated * share, "efficiency": efficient * share,
-               "adaptability": None if adapted is None else adapted * share}
-    graded = {"business_success": business, "risk_management": risk_management(risks, incidents), **process}
-    public = {**graded, "risk_management": risk_management(public_risks, incidents)}
-    return ({name: graded[name] for name in REWARD_WEIGHTS}, {name: public[name] for name in REWARD_WEIGHTS})
+    if adapted is not None:
+        adapted *= share
+    managed = risk_management(risks, incidents)
+    public_managed = managed if public_risks == risks else risk_management(public_risks, incidents)
+    return ({"business_success": business, "collaboration": collaborated, "risk_management": managed,
+             "efficiency": efficient, "adaptability": adapted},
+            {"business_success": business, "collaboration": collaborated, "risk_management": public_managed,
+             "efficiency": efficient, "adaptability": adapted})
