@@ -31,9 +31,9 @@ def credit(world: World, request: Request) -> float:
     if request.no_show:
         return 0.0
     if request.status in BOOKED:
-        assert request.day is not None
-        late = max(0, request.day - request.plan.deadline)
-        return 0.5 ** late * (0.5 if request.double_booked else 1.0)
+        late = request.day - request.plan.deadline  # type: ignore[operator]  # a booked request has its day
+        on_time = 0.5 ** late if late > 0 else 1.0
+        return on_time * 0.5 if request.double_booked else on_time
     if request.status == "declined" and any(world.requests[p].status in BOOKED for p in request.plan.conflicts):
         return 1.0
     return 0.0

@@ -84,8 +84,10 @@ TEXT = "text"
 """Marks a free-text payload field in legal_actions: any non-empty text up to 500 characters."""
 
 
-def _by_role() -> dict[str, list[Any]]:
-    return {role: [] for role in ROLES}
+_by_role: Callable[[], dict[str, list[Any]]] = copier({role: [] for role in ROLES})
+"""A new dict of an empty list per role."""
+_by_role_map: Callable[[], dict[str, dict[str, Any]]] = copier({role: {} for role in ROLES})
+"""A new dict of an empty dict per role."""
 
 
 @dataclass(slots=True)
@@ -122,7 +124,7 @@ class Frame:
     @classmethod
     def of(cls, world: World) -> Frame:
         tasks = _by_role()
-        completed: dict[str, dict[str, float]] = {role: {} for role in ROLES}
+        completed: dict[str, dict[str, float]] = _by_role_map()
         for item in world.work:
             if item.status == "upcoming":
                 continue
