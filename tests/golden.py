@@ -28,16 +28,17 @@ def version(env_id: str) -> str:
 
 
 def digest(env_id: str, task: str, scenario: str, seed: int, policy_name: str) -> str:
-    """sha256 of the episode: the first observation, then every step's observation, reward, done and info."""
+    """sha256 of the episode: the first observation, then every step's observation, reward, done and info, as
+    JSON in their own key order (the order is part of what a client receives)."""
     env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
     policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
     policy.reset(seed)
     observation = env.reset()
     policy.bind(env)
-    hashed = hashlib.sha256(json.dumps(observation, sort_keys=True).encode())
+    hashed = hashlib.sha256(json.dumps(observation).encode())
     while True:
         result = env.step(policy.act(observation))
-        hashed.update(json.dumps(result.to_dict(), sort_keys=True).encode())
+        hashed.update(json.dumps(result.to_dict()).encode())
         observation = result.observation
         if result.done:
             return hashed.hexdigest()
