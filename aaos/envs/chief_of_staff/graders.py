@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aaos.envs.chief_of_staff.spec import CRITICALITY_WEIGHT, EVENING, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS
 from aaos.envs.chief_of_staff.world import BOOKED, Request, World
 
@@ -43,15 +45,51 @@ EARNING = frozenset({*BOOKED, "declined"})
 """The statuses whose credit may be above 0 (any other earns nothing)."""
 
 
-def outcomes(world: World, arrived: list[Request]) -> float | None:
-    total = 0
-    earned = 0.0
-    for r in arrived:
-        weight = CRITICALITY_WEIGHT[r.plan.criticality]
-        total += weight
-        if r.status in EARNING:
-            earned += weight * credit(world, r)
-    return earned / total if total else None
+@dataclass(slots=True)
+class Tally:
+    """What outcomes, alignment and commitments count, gathered in one pass over the arrived requests (in
+    arrival order, so that `earned` is summed as it always was)."""
+
+    arrived: int
+    weight: int
+    """The arrived requests' criticality weights, summed."""
+    earned: float
+    """Their weighted credit."""
+    judged: int
+    """The arrived requests not declined for a true conflict."""
+    aligned: int
+    """The booked requests in the slot their stakeholder prefers."""
+    booked: int
+    broken: int
+    """The booked requests double booked, contradicted or not attended."""
+
+    @classmethod
+    def of(cls, world: World) -> Tally:
+        arrived = weight_total = judged = aligned = booked = broken = 0
+        earned = 0.0
+        for r in world.requests.values():
+            status = r.status
+            if status == "upcoming":
+                continue
+            arrived += 1
+            weight = CRITICALITY_WEIGHT[r.plan.criticality]
+            weight_total += weight
+            if status in EARNING:
+                earned += weight * credit(world, r)
+            if status in BOOKED:
+                booked += 1
+                judged += 1
+                if r.aligned:
+                    aligned += 1
+                if r.double_booked or r.contradicted or r.no_show:
+                    broken += 1
+            elif not (status == "declined" and r.reason == "conflict" and r.reason_true):
+                judged += 1
+        return cls(arrived, weight_total, earned, judged, aligned, booked, broken)
+
+
+def outcomes(tally: Tally) -> float | None:
+    return tally.earned / tally.weight if tally.weight else None
 
 
 def relationships(world: World) -> float:
@@ -61,22 +99,14 @@ def relationships(world: World) -> float:
     return (1 - FLOOR_SHARE) * weighted + FLOOR_SHARE * min(trust.values())
 
 
-def alignment(arrived: list[Request]) -> float | None:
-    counted = aligned = 0
-    for r in arrived:
-        if r.status == "declined" and r.reason == "conflict" and r.reason_true:
-            continue
-        counted += 1
-        if r.status in BOOKED and r.aligned:
-            aligned += 1
-    return aligned / counted if counted else None
+def alignment(tally: Tally) -> float | None:
+    return tally.aligned / tally.judged if tally.judged else None
 
 
-def commitments(world: World, booked: list[Request], arrived: int) -> float | None:
-    """`booked`: the requests scheduled or held; `arrived`: how many requests have arrived."""
-    made = len(booked) + len(world.protections)
-    broken = sum(1 for r in booked if r.double_booked or r.contradicted or r.no_show) + len(world.breached)
-    return (made - broken) / made * len(booked) / arrived if made and arrived else None
+def commitments(world: World, tally: Tally) -> float | None:
+    made = tally.booked + len(world.protections)
+    broken = tally.broken + len(world.breached)
+    return (made - broken) / made * tally.booked / tally.arrived if made and tally.arrived else None
 
 
 EVENING_SLOT = SLOTS.index(EVENING)
@@ -116,11 +146,9 @@ def wellbeing(world: World) -> float | None:
 
 
 def grade(world: World) -> Components:
-    arrived = world.arrived()
-    booked = [r for r in arrived if r.status in BOOKED]
-    return {"outcomes": outcomes(world, arrived), "relationships": relationships(world),
-            "alignment": alignment(arrived), "commitments": commitments(world, booked, len(arrived)),
-            "wellbeing": wellbeing(world)}
+    tally = Tally.of(world)
+    return {"outcomes": outcomes(tally), "relationships": relationships(world), "alignment": alignment(tally),
+            "commitments": commitments(world, tally), "wellbeing": wellbeing(world)}
 
 
 HIDDEN = ("relationships", "alignment")

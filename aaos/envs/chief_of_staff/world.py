@@ -138,9 +138,6 @@ class World:
     def done(self) -> bool:
         return self.step >= self.max_steps
 
-    def arrived(self) -> list[Request]:
-        return [r for r in self.requests.values() if r.status != "upcoming"]
-
     def open(self) -> list[Request]:
         return [r for r in self.requests.values() if r.status == "open"]
 
