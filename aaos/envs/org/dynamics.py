@@ -193,14 +193,16 @@ def _approve_resource(world: World, role: str, p: Any) -> Outcome:
 def _query_metrics(world: World, role: str, p: Any) -> Outcome:
     if p.metric not in VISIBLE_METRICS[role]:
         return _rejected("precondition", f"payload.metric: {role} sees only {', '.join(VISIBLE_METRICS[role])}")
-    world.last_query[role] = world.step
+    step = world.step
+    world.last_query[role] = step
     found = []
     for risk in world.risks:
+        if risk.status != "hidden":
+            continue
         d = risk.definition
-        if (risk.status == "hidden" and d.metric == p.metric and role in d.visible_to
-                and world.step >= d.noticeable_from):
+        if d.metric == p.metric and role in d.visible_to and step >= d.noticeable_from:
             risk.status = "detected"
-            risk.detected_step = world.step
+            risk.detected_step = step
             risk.detected_by = role
             found.append(risk.id)
     if found:
