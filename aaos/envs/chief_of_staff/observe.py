@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aaos.core.fresh import copier
 from aaos.envs.chief_of_staff.graders import Components, public_grade
 from aaos.envs.chief_of_staff.spec import BLOCKS, REASONS, ROLE, SLOTS, SLOTS_PER_DAY, STAKEHOLDERS, TONES
 from aaos.envs.chief_of_staff.world import BLOCKS_AT, DRIFT_TITLE, REACTIONS_SHOWN, Request, World
@@ -17,7 +18,10 @@ CLOSED = ("held", "declined", "missed")
 
 
 def coarse(trust: float) -> str:
-    return next((label for bound, label in TRUST_LEVELS if trust < bound), "high")
+    for bound, label in TRUST_LEVELS:
+        if trust < bound:
+            return label
+    return "high"
 
 
 def request_view(world: World, request: Request) -> dict[str, Any]:
@@ -36,14 +40,26 @@ def request_view(world: World, request: Request) -> dict[str, Any]:
             "reopens_day": request.reopens}
 
 
+_free_day = copier({name: {"booked": [], "protected": None} for name in SLOTS})
+"""A new day of the calendar with nothing booked or protected."""
+KEPT_SLOTS: tuple[int, ...] = tuple(slot for slot in range(SLOTS_PER_DAY) if BLOCKS_AT[slot])
+"""The slots some block keeps (the only ones that can be protected)."""
+
+
 def calendar(world: World) -> list[dict[str, Any]]:
     """Every day x slot from today: what is booked there and which block protects it."""
-    bookings = world.bookings
+    first = world.day
+    days = [{"day": day, "slots": _free_day()} for day in range(first, world.days)]
+    for start, booked in world.bookings.items():
+        day, slot = divmod(start, SLOTS_PER_DAY)
+        if first <= day < first + len(days):
+            days[day - first]["slots"][SLOTS[slot]]["booked"] = list(booked)
     protected = world.protected
-    return [{"day": day, "slots": {name: {"booked": list(bookings.get(day * SLOTS_PER_DAY + slot, ())),
-                                          "protected": protected(day, slot) if BLOCKS_AT[slot] else None}
-                                   for slot, name in enumerate(SLOTS)}}
-            for day in range(world.day, world.days)]
+    for slot in KEPT_SLOTS:
+        name = SLOTS[slot]
+        for entry in days:
+            entry["slots"][name]["protected"] = protected(entry["day"], slot)
+    return days
 
 
 def legal_actions(world: World) -> dict[str, dict[str, Any]]:
