@@ -66,7 +66,7 @@ def shape_problems(info: Mapping[str, Any]) -> list[str]:
     if info.keys() != INFO_KEYS:
         found.append(_keys("info", info, INFO_KEYS))
     breakdown = info.get("reward_breakdown")
-    if not isinstance(breakdown, Mapping) or breakdown.keys() != BREAKDOWN_KEYS:
+    if (type(breakdown) is not dict and not isinstance(breakdown, Mapping)) or breakdown.keys() != BREAKDOWN_KEYS:
         found.append(_keys("info.reward_breakdown", breakdown, BREAKDOWN_KEYS))
     return found
 

@@ -35,7 +35,7 @@ def composite(components: Mapping[str, float | None], weights: Mapping[str, floa
             total += weight * value
             weight_sum += weight
     base = total / weight_sum if weight_sum else 0.0
-    return clamp01(base / (1.0 + max(0.0, penalty)))
+    return clamp01(base / (1.0 + penalty) if penalty > 0.0 else base)
 
 
 @dataclass(slots=True)
