@@ -1,4 +1,5 @@
-"""Shared test setup: quiet third-party analytics, modest hypothesis settings, common fixtures."""
+"""Shared test setup: quiet third-party analytics, modest hypothesis settings, the order of a parallel run,
+common fixtures."""
 
 from __future__ import annotations
 
@@ -23,6 +24,20 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("AAOS_HYPOTHESIS_PROFILE", "aaos"))
+
+LOCAL_MODEL_GROUP = "local_model"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """How a parallel run (pytest-xdist's `--dist loadgroup`, as pyproject sets it) shares the tests out: each
+    file's tests stay together on one worker, so that its module-scoped fixtures (servers, a training run) are
+    built once, and the tests of the real local model, about half of the suite's time, go first and together to
+    one worker, which starts the model's server once while the other workers take the rest."""
+    for item in items:
+        group = LOCAL_MODEL_GROUP if item.get_closest_marker("local_model") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.get_closest_marker("local_model"))
 
 
 @pytest.fixture
