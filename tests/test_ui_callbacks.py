@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import Any
 import gradio as gr
 import pytest
 from helpers import registered
-from ui_fixtures import assert_no_reprs, fingerprint, html_table, queue_form, queue_raw, reset, step
+from ui_fixtures import ROOT, assert_no_reprs, fingerprint, html_table, queue_form, queue_raw, reset, step
 
 import aaos
 from aaos.core import html
@@ -293,6 +296,20 @@ def test_expiry_callback_frees_the_simulation() -> None:
     wiring.close_session(session)
     assert session.closed and not trajectory.exists()
     wiring.close_session(None)
+
+
+def test_a_session_dropped_without_closing_leaves_no_files_behind() -> None:
+    session = reset()["session"]
+    step(session)
+    trajectory, actions = session.export()
+    del session
+    gc.collect()
+    assert not trajectory.exists() and not actions.exists() and not trajectory.parent.exists()
+    code = ("from aaos.ui.session import Session, default_meta; s = Session(default_meta('org')); "
+            "print(s.workdir())")  # the process ends with the session still open
+    folder = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=ROOT).stdout.strip()
+    assert folder and not Path(folder).exists()
 
 
 def test_events_of_one_session_never_interleave() -> None:

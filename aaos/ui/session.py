@@ -12,6 +12,7 @@ import json
 import shutil
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,6 +81,7 @@ class Session:
         self.model_usage: ModelUsage | None = None
         self.benchmark: BenchmarkRun | None = None
         self._workdir: Path | None = None
+        self._remove_workdir: weakref.finalize | None = None
         self._env: Environment | None = None
         self.reset(meta)
 
@@ -161,9 +163,11 @@ class Session:
         return result
 
     def workdir(self) -> Path:
-        """This session's own folder for downloads (removed when the session closes)."""
+        """This session's own folder for downloads: removed when the session closes, or else when it is garbage
+        collected or the process exits (a session dropped without close() leaves nothing in the temp folder)."""
         if self._workdir is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="aaos-ui-"))
+            self._remove_workdir = weakref.finalize(self, shutil.rmtree, self._workdir, ignore_errors=True)
         return self._workdir
 
     def export(self) -> tuple[Path, Path]:
@@ -202,6 +206,6 @@ class Session:
                 self.benchmark = None  # nor does its plan (and any model token) outlive the tab
             self.queue.clear()
             self.records.clear()
-            if self._workdir is not None:
-                shutil.rmtree(self._workdir, ignore_errors=True)
-                self._workdir = None
+            if self._remove_workdir is not None:
+                self._remove_workdir()
+                self._workdir = self._remove_workdir = None
