@@ -493,24 +493,40 @@ def test_the_report_judges_the_score_against_the_champion_on_the_same_seed(polic
     assert outputs[-1]["attention"] == ""  # in the report now, not twice
 
 
-@pytest.mark.parametrize("policy", ["noop", "heuristic"])
-def test_the_org_report_names_what_the_organisation_missed(policy: str) -> None:
-    session = reset(task="full_episode", seed=0)["session"]
+def chip(report: str, name: str) -> str:
+    found = re.search(rf'<span class="aaos-chip"><b>{name}</b> ([^<]*)</span>', report)
+    assert found, f"no {name!r} chip in the report"
+    return found.group(1)
+
+
+@pytest.mark.parametrize(("policy", "task", "scenario", "seed"), [
+    ("noop", "full_episode", "product_launch_failure", 0), ("heuristic", "full_episode", "product_launch_failure", 0),
+    ("heuristic", "crisis_management", "policy_change_shock", 12_345),  # risks escalate, then are mitigated
+])
+def test_the_org_report_names_what_the_organisation_missed_and_counts_agree(policy: str, task: str, scenario: str,
+                                                                             seed: int) -> None:
+    session = reset(task=task, scenario=scenario, seed=seed)["session"]
     report = list(play.run_agent(None, session, policy, 0, "engineer", None, False))[-1]["report"]["value"]
     state = session.env.state()
-    undelivered = [w["id"] for w in state["work"] if w["risk_id"] is None and w["status"] != "completed"]
-    late = [w["id"] for w in state["work"] if w["risk_id"] is None and w["status"] == "completed"
-            and w["completed_step"] > w["deadline"]]
+    arrived = [w for w in state["work"] if w["risk_id"] is None and w["arrives"] <= state["step"]]
+    undelivered = [w["id"] for w in arrived if w["status"] != "completed"]
+    late = [w["id"] for w in arrived if w["status"] == "completed" and w["completed_step"] > w["deadline"]]
     open_incidents = [i["id"] for i in state["incidents"] if i["resolved_step"] is None]
-    unmitigated = [r["id"] for r in state["risks"] if r["status"] != "mitigated"
-                   and r["definition"]["noticeable_from"] <= state["step"]]
+    noticeable = [r for r in state["risks"] if r["definition"]["noticeable_from"] <= state["step"]]
+    unmitigated = [r["id"] for r in noticeable if r["status"] != "mitigated"]
     missed = undelivered + late + open_incidents + unmitigated
     assert "What the organisation missed" in report
     for item in missed:
         assert f"<code>{item}</code>" in report
-    assert ("Nothing: every task delivered on time" in report) == (not missed)
+    assert ("Nothing: every task that arrived delivered on time" in report) == (not missed)
+    assert chip(report, "Tasks delivered") == f"{len(arrived) - len(undelivered)} of {len(arrived)}"
+    assert chip(report, "Risks mitigated") == f"{len(noticeable) - len(unmitigated)} of {len(noticeable)}"
+    escalations = sum(v["rule"] == "risk_escalated" for v in state["violations"])
+    assert chip(report, "Risks escalated") == str(escalations)
     if policy == "noop":
         assert undelivered and open_incidents and unmitigated  # doing nothing misses something of every kind
+    if scenario == "policy_change_shock":
+        assert escalations and not unmitigated  # every escalated risk was mitigated in the end
 
 
 def test_step_numbers_agree_between_status_message_logs_and_timeline() -> None:

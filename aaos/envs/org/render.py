@@ -107,18 +107,28 @@ def world(observation: Mapping[str, Any]) -> str:
     )
 
 
+def _arrived_work(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The scenario's tasks that arrived by now (risk work is counted under risks)."""
+    return [w for w in state["work"] if w["risk_id"] is None and w["arrives"] <= state["step"]]
+
+
+def _noticeable_risks(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The risks someone could have noticed by now (the others never showed themselves)."""
+    return [r for r in state["risks"] if r["definition"]["noticeable_from"] <= state["step"]]
+
+
 def report(state: Mapping[str, Any]) -> str:
-    """The end-of-episode report: the score and its components, then what was delivered and what went wrong."""
-    work = state["work"]
-    delivered = [w for w in work if w["status"] == "completed" and w["risk_id"] is None]
-    scenario_work = [w for w in work if w["risk_id"] is None]
-    risks = state["risks"]
+    """The end-of-episode report: the score and its components, then what was delivered and what went wrong; the
+    counts are out of what arrived or could be noticed, as the missed list is."""
+    work = _arrived_work(state)
+    delivered = [w for w in work if w["status"] == "completed"]
+    risks = _noticeable_risks(state)
     incidents = state["incidents"]
     outcome = {
-        "Tasks delivered": f"{len(delivered)} of {len(scenario_work)}",
+        "Tasks delivered": f"{len(delivered)} of {len(work)}",
         "On time": str(sum(w["completed_step"] <= w["deadline"] for w in delivered)),
         "Risks mitigated": f"{sum(r['status'] == 'mitigated' for r in risks)} of {len(risks)}",
-        "Risks escalated": str(sum(r["status"] == "escalated" for r in risks)),
+        "Risks escalated": str(sum(r["escalated_step"] is not None for r in state["risks"])),
         "Incidents resolved": f"{sum(i['resolved_step'] is not None for i in incidents)} of {len(incidents)}",
         "Violations": str(len(state["violations"])),
     }
@@ -127,8 +137,9 @@ def report(state: Mapping[str, Any]) -> str:
         '<div class="aaos-world" id="aaos-report">'
         + section(f"Episode score {state['score']:.3f}", chips(state["components"]))
         + section("Outcome", chips(outcome))
-        + section("What the organisation missed", items(missed, "Nothing: every task delivered on time, every "
-                                                                "risk mitigated, every incident resolved."),
+        + section("What the organisation missed", items(missed, "Nothing: every task that arrived delivered on "
+                                                                "time, every risk that could be noticed "
+                                                                "mitigated, every incident resolved."),
                   len(missed))
         + "</div>"
     )
@@ -137,10 +148,8 @@ def report(state: Mapping[str, Any]) -> str:
 def missed_items(state: Mapping[str, Any]) -> list[str]:
     """What the episode left undone (HTML rows): tasks not delivered or delivered late, risks that could be noticed
     and were never mitigated, incidents still open."""
-    step, rows = state["step"], []
-    for w in state["work"]:
-        if w["risk_id"] is not None or w["arrives"] > step:
-            continue
+    rows = []
+    for w in _arrived_work(state):
         if w["status"] != "completed":
             rows.append(f"Task <code>{esc(w['id'])}</code> {esc(humanize(w['name']))} not delivered "
                         f"(deadline step {w['deadline']})")
@@ -149,7 +158,7 @@ def missed_items(state: Mapping[str, Any]) -> list[str]:
                         f"{w['completed_step']}, deadline {w['deadline']})")
     rows += [f"Risk <code>{esc(r['id'])}</code> {esc(humanize(r['definition']['name']))} never mitigated"
              + (" (it escalated into an incident)" if r["escalated_step"] is not None else "")
-             for r in state["risks"] if r["status"] != "mitigated" and r["definition"]["noticeable_from"] <= step]
+             for r in _noticeable_risks(state) if r["status"] != "mitigated"]
     rows += [f"Incident <code>{esc(i['id'])}</code> {esc(i['definition']['title'])} still open"
              for i in state["incidents"] if i["resolved_step"] is None]
     return rows
