@@ -25,7 +25,7 @@ from aaos.core.trajectory import TRAJECTORY_VERSION
 from aaos.envs.org.render import metric_text
 from aaos.ui import benchmark_tab, charts, formatting, forms, layout, play, wiring
 from aaos.ui.layout import build_blocks
-from aaos.ui.session import SessionClosed, champion_score
+from aaos.ui.session import SessionClosed, champion_score, default_meta
 
 QUERY = '{"action_type": "query_metrics", "payload": {"metric": "latency"}}'
 
@@ -264,8 +264,26 @@ def test_export_writes_the_trajectory_and_the_action_log() -> None:
     with open(actions, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(session.env.state()["log"]) == 2 * len(aaos.spec("org").roles)
-    assert rows[1]["role"] == "engineer" and rows[1]["action_type"] == "query_metrics"
+    assert rows[1]["role"] == "engineer" and rows[1]["action_type"] == "query_metrics" and rows[1]["step"] == "1"
+    assert rows[-1]["step"] == "2"  # numbered as the trajectory and the status bar, from 1
     assert json.loads(rows[1]["payload"]) == {"metric": "latency"}
+
+
+@pytest.mark.parametrize("env_id", ["inbox", "chief_of_staff"])
+def test_every_environment_exports_an_action_log_numbered_as_its_trajectory(env_id: str) -> None:
+    meta = default_meta(env_id)
+    session = play.reset(None, None, env_id, meta.task, meta.scenario, 0, aaos.spec(env_id).roles[0],
+                         False)["session"]
+    for _ in range(3):
+        step(session, others="champion")
+    trajectory, actions = play.export(None, session)["files"]["value"]
+    records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
+    with open(actions, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    expected = [(str(r["step"]), result["role"], result["action_type"], result["status"])
+                for r in records for result in r["action_results"].values()]
+    assert [(row["step"], row["role"], row["action_type"], row["status"]) for row in rows] == expected
+    assert {row["step"] for row in rows} == {"1", "2", "3"} and len(rows) >= 3 * len(aaos.spec(env_id).roles)
 
 
 def test_two_sessions_keep_separate_simulations() -> None:

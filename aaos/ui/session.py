@@ -171,8 +171,8 @@ class Session:
         return self._workdir
 
     def export(self) -> tuple[Path, Path]:
-        """Write the trajectory (JSONL) and the environment's action log (CSV: every role's action at every
-        step, no-ops included, oldest first) to this session's folder."""
+        """Write the trajectory (JSONL) and the action log (CSV: every role's action result at every step,
+        no-ops included, oldest first, numbered as the trajectory's steps) to this session's folder."""
         m = self.meta
         stem = f"aaos_{m.env}_{m.task}_{Path(m.scenario).stem}_seed{m.seed}_step{self.step_count}"
         trajectory = write_jsonl(self.records, self.workdir() / f"{stem}_trajectory.jsonl")
@@ -180,8 +180,10 @@ class Session:
         with actions.open("w", newline="", encoding="utf-8") as out:
             writer = csv.DictWriter(out, fieldnames=ACTION_LOG_COLUMNS, extrasaction="ignore")
             writer.writeheader()
-            for entry in self.env.state().get("log", []):
-                writer.writerow({**entry, "payload": json.dumps(entry.get("payload", {}), sort_keys=True)})
+            for record in self.records:
+                for result in record["action_results"].values():
+                    writer.writerow({**result, "step": record["step"],
+                                     "payload": json.dumps(result.get("payload", {}), sort_keys=True)})
         return trajectory, actions
 
     @property
