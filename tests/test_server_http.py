@@ -120,6 +120,9 @@ def test_reset_with_session_id_restarts_that_session_and_keeps_unset_fields(http
     assert canonical(response.json()["observation"]) == canonical(expected)
     state = http.get("/state", params={"session_id": session_id}).json()
     assert (state["task"], state["seed"], state["step"], state["episode_id"]) == ("crisis_management", 4, 0, "run-4")
+    assert http.post("/reset", json={"session_id": session_id}).status_code == 200
+    state = http.get("/state", params={"session_id": session_id}).json()
+    assert (state["task"], state["seed"], state["episode_id"]) == ("crisis_management", 4, None)  # a new episode
 
 
 def test_close_ends_a_session(http: httpx.Client) -> None:
@@ -218,6 +221,27 @@ def test_garbage_oversized_and_deeply_nested_bodies_get_a_4xx(http: httpx.Client
             continue
         assert response.status_code == status, (path, response.text)
         assert response.json()["detail"]
+
+
+def test_a_body_nested_too_deeply_to_decode_says_how_deep_json_may_nest(http: httpx.Client) -> None:
+    response = http.post("/step", content=b"[" * 20_000 + b"]" * 20_000, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "may nest at most 16 levels" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data"])
+def test_a_body_not_sent_as_json_is_a_415_naming_the_header(http: httpx.Client, content_type: str) -> None:
+    for path in ("/reset", "/step"):
+        response = http.post(path, content=b'{"seed": 1}', headers={"content-type": content_type})
+        assert response.status_code == 415, (path, response.text)
+        assert "Content-Type: application/json" in response.json()["detail"] and content_type in response.text
+    for accepted in ({"content-type": "application/json; charset=utf-8"}, {"content-type": "application/vnd.api+json"},
+                     {"content-type": ""}, {}):  # no Content-Type: read as JSON
+        response = http.post("/reset", content=b'{"seed": 1}', headers=accepted)
+        assert response.status_code == 200, (accepted, response.text)
+        state = http.get("/state", params={"session_id": response.json()["session_id"]}).json()
+        assert state["seed"] == 1
+        assert http.post("/close", json={"session_id": response.json()["session_id"]}).status_code == 200
+    assert http.get("/no-such-route").status_code == 404  # other HTTP errors keep FastAPI's answer
 
 
 def test_an_oversized_chunked_body_is_a_413(http: httpx.Client) -> None:

@@ -108,6 +108,7 @@ def test_mcp_sessions_have_a_pool_of_their_own() -> None:
         mcp = [rpc(http, "openenv/session/create", {})["result"]["session_id"] for _ in range(2)]
         full = rpc(http, "openenv/session/create", {})["error"]
         assert full["code"] == -32000 and "2 sessions" in full["message"] and full["data"]["retry_after"] >= 1
+        assert "openenv/session/close" in full["message"] and "POST /close" not in full["message"]  # its own remedy
         assert http.post("/reset", json={}).status_code == 200  # HTTP sessions are not locked out
         ws_url = server.url.replace("http://", "ws://") + "/mcp"
         with connect(ws_url) as refused:  # nor is anything else: but the MCP pool is full

@@ -170,7 +170,12 @@ def test_json_nested_too_deep_is_refused_with_the_limit_to_stay_under(server: Ba
     with connect(ws_url(server)) as ws:
         error = ask(ws, "[" * 5000 + "]" * 5000)
         assert error["data"]["code"] == "INVALID_JSON"
-        assert "at most 1,024 levels deep" in error["data"]["message"]
+        assert "at most 16 levels deep" in error["data"]["message"]
+        nested = ask(ws, {"type": "step", "data": {"engineer": {"action_type": "propose_plan", "payload": {
+            "plan": json.loads("[" * 30 + "]" * 30)}}}})
+        message = nested["data"]["message"]
+        assert nested["data"]["code"] == "VALIDATION_ERROR" and "nested deeper than 16 levels" in message
+        assert "body" not in message  # a WebSocket message has no body
 
 
 def test_error_messages_quote_only_a_short_prefix_of_the_input(server: BackgroundServer) -> None:
@@ -225,6 +230,8 @@ def test_at_capacity_the_client_reads_why_before_the_socket_closes(app: FastAPI,
         with connect(ws_url(server)) as extra:
             refusal = json.loads(extra.recv(timeout=60))
             assert refusal["data"]["code"] == "CAPACITY_REACHED" and refusal["data"]["max_sessions"] == MAX_WS
+            assert "close one of your WebSocket connections" in refusal["data"]["message"]
+            assert "POST" not in refusal["data"]["message"]  # HTTP's remedies free no WebSocket slot
             extra.send(json.dumps({"type": "state"}))
             with pytest.raises(ConnectionClosed) as closed:
                 extra.recv(timeout=60)

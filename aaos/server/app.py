@@ -29,12 +29,14 @@ from typing import Annotated, Any
 
 import uvicorn
 from fastapi import FastAPI, Query, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import SchemaResponse, ServerMode
 from pydantic import BaseModel, Field, ValidationError
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
@@ -42,8 +44,9 @@ from starlette.websockets import WebSocketDisconnect
 import aaos
 from aaos.server.address import DEFAULT_HOST, DEFAULT_PORT, add_server_arguments
 from aaos.server.environment import AAOSEnvironment, InvalidAction
-from aaos.server.mcp_routes import McpRoutes, add_mcp_routes
+from aaos.server.mcp_routes import MCP_REMEDY, McpRoutes, add_mcp_routes
 from aaos.server.models import (
+    MAX_JSON_DEPTH,
     AAOSObservation,
     AAOSState,
     CloseRequest,
@@ -71,8 +74,8 @@ from aaos.server.sessions import (
     UnknownSession,
     env_flag,
 )
-from aaos.server.wire import Lean, clipped, dumps, step_answer
-from aaos.server.ws import add_ws_route
+from aaos.server.wire import Lean, clip, clipped, dumps, step_answer
+from aaos.server.ws import WS_REMEDY, add_ws_route
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -97,9 +100,9 @@ def create_app(config: SessionConfig | None = None, clock: Clock = time.monotoni
     _add_env_routes(app)
     app.state.sessions = SessionStore(config, clock)
     _add_session_routes(app, app.state.sessions)
-    app.state.mcp_sessions = SessionStore(config, clock)
+    app.state.mcp_sessions = SessionStore(config, clock, MCP_REMEDY)
     add_mcp_routes(app, app.state.mcp_sessions)
-    app.state.ws_sessions = SessionStore(config, clock)
+    app.state.ws_sessions = SessionStore(config, clock, WS_REMEDY)
     add_ws_route(app, app.state.ws_sessions, McpRoutes(app.state.mcp_sessions))
     _add_error_handlers(app)
     app.add_middleware(BodyLimit, paths=frozenset(route.path for route in app.routes), limit=MAX_BODY_BYTES)
@@ -120,6 +123,7 @@ _BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     **_SESSION_ERRORS,
     400: {"model": Problem, "description": "The body is not UTF-8 JSON, or is nested too deeply to decode."},
     413: {"model": Problem, "description": f"The body is larger than {MAX_BODY_BYTES} bytes."},
+    415: {"model": Problem, "description": "The body is sent with a Content-Type other than application/json."},
 }
 
 
@@ -233,6 +237,13 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def state_hidden(_: Request, error: Exception) -> JSONResponse:
         return _problem(403, str(error))
 
+    async def http_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        if error.status_code == 400:  # FastAPI's only 400: BodyLimit passed the body as UTF-8, json.loads recursed out
+            return _problem(400, f"the request body nests too deeply to decode: JSON objects and arrays may nest at "
+                                 f"most {MAX_JSON_DEPTH} levels")
+        return await http_exception_handler(request, error)
+
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(InvalidAction, invalid_action)
     app.add_exception_handler(InvalidParams, invalid_action)
@@ -240,11 +251,14 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(aaos.EpisodeDone, episode_done)
     app.add_exception_handler(Refused, refused)
     app.add_exception_handler(StateHidden, state_hidden)
+    app.add_exception_handler(HTTPException, http_error)
 
 
 class BodyLimit:
     """Answers 413 to a request body over `limit` bytes on the API's own paths before any route reads it
-    (the UI mounted beside the API is not limited). The body is read here and handed on unchanged."""
+    (the UI mounted beside the API is not limited), 415 to one sent as another media type than JSON and 400 to
+    one that cannot be UTF-8 JSON. The body is read here and handed on unchanged; one sent without a
+    Content-Type is handed on as JSON."""
 
     def __init__(self, app: ASGIApp, paths: Container[str], limit: int) -> None:
         self.app = app
@@ -272,6 +286,14 @@ class BodyLimit:
                 return
             more = message.get("more_body", False)
         content = b"".join(chunks)
+        media_type = Headers(scope=scope).get("content-type")
+        if content and media_type and not _json_media_type(media_type):
+            await _problem(415, f"the request body must be JSON: send it with the header Content-Type: "
+                                f"application/json (not {clip(media_type, 100)})")(scope, receive, send)
+            return
+        if content and not media_type:  # read as JSON, whatever FastAPI's version does with no Content-Type
+            headers = [(name, value) for name, value in scope["headers"] if name.lower() != b"content-type"]
+            scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
         if not _utf8_json(content):
             await _problem(400, "the request body is not UTF-8: send JSON encoded as UTF-8")(scope, receive, send)
             return
@@ -289,6 +311,13 @@ class BodyLimit:
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = _problem(413, f"the request body is larger than {self.limit} bytes")
         await response(scope, receive, send)
+
+
+def _json_media_type(content_type: str) -> bool:
+    """Whether a Content-Type is JSON's: application/json or application/*+json, parameters such as charset
+    aside."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
 
 
 def _utf8_json(content: bytes) -> bool:

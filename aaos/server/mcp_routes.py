@@ -32,6 +32,9 @@ from aaos.server.models import MAX_MESSAGES, InvalidAction, InvalidParams, error
 from aaos.server.sessions import Refused, Session, SessionStore, UnknownSession
 
 log = logging.getLogger("aaos.server")
+MCP_REMEDY = ("close one (openenv/session/close, or a WS /mcp connection), reuse one (its session_id in the "
+              "params)")
+"""How a client frees or reuses a session of the MCP pool (what a refusal advises)."""
 
 
 class RpcError(Exception):

@@ -86,7 +86,8 @@ def integral(value: Any) -> Any:
 
 
 def error_messages(errors: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Validation errors as 'field.path: message' lines (the leading "body" of a request left out)."""
+    """Validation errors as 'field.path: message' lines (the leading "body" of a request left out; an error about
+    the whole input is its message alone)."""
     messages = []
     for error in errors[:MAX_MESSAGES]:
         loc = [str(part) for part in error.get("loc", ())]
@@ -94,8 +95,8 @@ def error_messages(errors: Sequence[Mapping[str, Any]]) -> list[str]:
             reason = (error.get("ctx") or {}).get("error", "")
             messages.append(f"the body is not valid JSON: {reason} (at character {loc[-1] if len(loc) > 1 else 0})")
             continue
-        where = ".".join(loc[1:] if loc[:1] == ["body"] and len(loc) > 1 else loc) or "body"
-        messages.append(f"{where}: {error.get('msg', 'invalid')}")
+        where = ".".join(loc[1:] if loc[:1] == ["body"] else loc)
+        messages.append(f"{where}: {error.get('msg', 'invalid')}" if where else error.get("msg", "invalid"))
     return messages
 
 
@@ -296,9 +297,9 @@ def _episode_choices(schema: dict[str, Any]) -> None:
 
 
 class EpisodeParams(Request):
-    """Which episode to start; a field left out keeps the session's current value (new sessions: the
-    default environment with its default task and scenario, seed 0). Choosing another environment starts
-    from its defaults."""
+    """Which episode to start; env, task, scenario or seed left out keeps the session's current value (new
+    sessions: the default environment with its default task and scenario, seed 0). Choosing another environment
+    starts from its defaults. episode_id labels only the episode this starts."""
 
     model_config = ConfigDict(json_schema_extra=_episode_choices)
 
@@ -308,7 +309,8 @@ class EpisodeParams(Request):
     scenario: str | None = Field(default=None, max_length=100, description="Built-in scenario id of the environment.")
     seed: int | None = Field(default=None, ge=0, le=MAX_SEED,
                              description="Variant seed: 0-9999 train variants, 10000 and up holdout variants.")
-    episode_id: str | None = Field(default=None, max_length=255, description="Your label for the episode.")
+    episode_id: str | None = Field(default=None, max_length=255, description=(
+        "Your label for the episode this starts (GET /state shows it; a later reset does not keep it)."))
 
 
 class ViewChoice(Request):

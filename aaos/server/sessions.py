@@ -115,21 +115,23 @@ class Refused(RuntimeError):
         self.retry_after = retry_after
 
 
+HTTP_REMEDY = "close one (POST /close), reuse one (POST /reset with its session_id)"
+"""How a client frees or reuses a session of the HTTP pool (each pool's store says how for its own)."""
+
+
 class AtCapacity(Refused):
     """Every session slot is taken and no session has been idle long enough to be evicted."""
 
-    def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(f"all {limit} sessions are in use; close one (POST /close), reuse one (POST /reset with "
-                         f"its session_id) or retry in {retry_after} s", retry_after)
+    def __init__(self, limit: int, retry_after: int, remedy: str) -> None:
+        super().__init__(f"all {limit} sessions are in use; {remedy} or retry in {retry_after} s", retry_after)
 
 
 class ClientLimit(Refused):
     """This client already holds as many sessions as one client may."""
 
-    def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__(f"this client already holds {limit} sessions, the most one client may; close one "
-                         f"(POST /close), reuse one (POST /reset with its session_id) or retry in {retry_after} s "
-                         "when your longest-idle one expires", retry_after)
+    def __init__(self, limit: int, retry_after: int, remedy: str) -> None:
+        super().__init__(f"this client already holds {limit} sessions, the most one client may; {remedy} or retry "
+                         f"in {retry_after} s when your longest-idle one expires", retry_after)
 
 
 class StateHidden(PermissionError):
@@ -158,8 +160,10 @@ def _whole_seconds(seconds: float) -> int:
 class SessionStore:
     """Open, look up, close, expire and evict sessions (the module docstring gives the policy)."""
 
-    def __init__(self, config: SessionConfig, clock: Clock = time.monotonic) -> None:
+    def __init__(self, config: SessionConfig, clock: Clock = time.monotonic, remedy: str = HTTP_REMEDY) -> None:
+        """remedy: how a client of this pool frees or reuses a session (what a refusal advises)."""
         self.config = config
+        self.remedy = remedy
         self._clock = clock
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
@@ -180,12 +184,12 @@ class SessionStore:
             config = self.config
             own = [s.last_used for s in self._sessions.values() if s.client == client]
             if len(own) >= config.max_per_client:
-                raise ClientLimit(config.max_per_client, _whole_seconds(min(own) + config.ttl - now))
+                raise ClientLimit(config.max_per_client, _whole_seconds(min(own) + config.ttl - now), self.remedy)
             if len(self._sessions) >= config.max_sessions:
                 idlest = min(self._sessions.values(), key=lambda s: s.last_used)
                 if now - idlest.last_used < config.evict_after:
                     frees_at = idlest.last_used + min(config.evict_after, config.ttl)
-                    raise AtCapacity(config.max_sessions, _whole_seconds(frees_at - now))
+                    raise AtCapacity(config.max_sessions, _whole_seconds(frees_at - now), self.remedy)
                 del self._sessions[idlest.id]
             session = Session(secrets.token_urlsafe(18), env, now, client)
             self._sessions[session.id] = session

@@ -51,6 +51,7 @@ from aaos.core.spec import EnvSpec
 from aaos.server.environment import AAOSEnvironment
 from aaos.server.mcp_routes import McpRoutes
 from aaos.server.models import (
+    MAX_JSON_DEPTH,
     InvalidAction,
     InvalidParams,
     ViewChoice,
@@ -62,6 +63,8 @@ from aaos.server.sessions import Refused, Session, SessionStore, StateHidden, Un
 from aaos.server.wire import FULL, Lean, clip, clipped, dumps
 
 log = logging.getLogger("aaos.server")
+WS_REMEDY = "close one of your WebSocket connections (each holds one session)"
+"""How a client frees a slot of the WebSocket pool (what a CAPACITY_REACHED frame advises)."""
 
 TRY_AGAIN_LATER = 1013
 """The WebSocket close code of a connection refused for want of a session slot."""
@@ -236,7 +239,8 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
     try:
         request = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        hint = " (arrays and objects may nest at most 1,024 levels deep)" if "depth limit" in str(error) else ""
+        hint = f" (arrays and objects may nest at most {MAX_JSON_DEPTH} levels deep)" if "depth limit" in str(error) \
+            else ""
         raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {clip(str(error))}{hint}") from None
     if not isinstance(request, dict):
         raise BadMessage(WSErrorCode.VALIDATION_ERROR, 'a message must be a JSON object such as {"type": "step", '
