@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from aaos.envs.chief_of_staff.oracle import CosOracle
 from aaos.envs.chief_of_staff.scenario import SCENARIOS as SHELF
 from aaos.envs.chief_of_staff.scenario import load_scenario_file
 from aaos.envs.chief_of_staff.template import CosTemplate
+from aaos.envs.chief_of_staff.world import build_world
 
 ENV = "chief_of_staff"
 KIT = kit_of(ENV)
@@ -108,6 +110,7 @@ def test_every_step_honours_the_contracts_and_hides_unarrived_requests(task: str
         KIT.observation_model.model_validate(observation)
         text = json.dumps(observation)
         assert not [i for i in KIT.hidden_ids(env) if i in text]
+        assert env.world.arrived == [r for r in env.world.requests.values() if r.status != "upcoming"]
         result = env.step(policy.act(observation))
         assert info_problems(result.info, SPEC) == []
         KIT.state_model.model_validate(env.state())
@@ -115,6 +118,14 @@ def test_every_step_honours_the_contracts_and_hides_unarrived_requests(task: str
         if result.done:
             break
     assert KIT.hidden_ids(env) == set()
+
+
+def test_a_plan_out_of_arrival_order_is_refused() -> None:
+    env = make(TASKS[-1], SCENARIOS[0], 0)
+    plan = env.world.plan
+    shuffled = replace(plan, requests=tuple(reversed(plan.requests)))
+    with pytest.raises(ValueError, match="arrival order"):
+        build_world(shuffled, env.world.task)
 
 
 def test_the_view_hides_true_preferences_importance_and_exact_trust() -> None:

@@ -67,10 +67,8 @@ class Tally:
     def of(cls, world: World) -> Tally:
         arrived = weight_total = judged = aligned = booked = broken = 0
         earned = 0.0
-        for r in world.requests.values():
+        for r in world.arrived:
             status = r.status
-            if status == "upcoming":
-                continue
             arrived += 1
             weight = CRITICALITY_WEIGHT[r.plan.criticality]
             weight_total += weight

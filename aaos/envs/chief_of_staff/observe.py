@@ -83,7 +83,7 @@ def legal_actions(world: World) -> dict[str, dict[str, Any]]:
 def view(world: World, last_result: dict[str, Any] | None) -> dict[str, Any]:
     queue = []
     closed: dict[str, list[str]] = {status: [] for status in CLOSED}
-    for request in world.requests.values():
+    for request in world.arrived:
         status = request.status
         if status in QUEUED:
             queue.append(request_view(world, request))

@@ -18,6 +18,7 @@ Trust changes (all land TRUST_DELAY steps later; w = criticality weight / 5):
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from itertools import islice, pairwise
 from typing import Any
 
 from aaos.envs.chief_of_staff.scenario import Plan, RequestPlan
@@ -99,6 +100,7 @@ class World:
     task: CosTask
     plan: Plan
     requests: dict[str, Request]
+    """In arrival order (draw_plan sorts the plans by arrival step)."""
     trust: dict[str, float]
     slot_pref: dict[str, str]
     tone_pref: dict[str, str]
@@ -121,6 +123,8 @@ class World:
     fired: list[dict[str, Any]] = field(default_factory=list)
     penalty: float = 0.0
     lived_wellbeing: list[float] = field(default_factory=list)  # graders.wellbeing's kept figure of each lived day
+    arrived: list[Request] = field(default_factory=list)
+    """The requests arrived so far: a prefix of `requests` (the rest are upcoming)."""
 
     @property
     def max_steps(self) -> int:
@@ -139,7 +143,7 @@ class World:
         return self.step >= self.max_steps
 
     def open(self) -> list[Request]:
-        return [r for r in self.requests.values() if r.status == "open"]
+        return [r for r in self.arrived if r.status == "open"]
 
     def protected(self, day: int, slot: int) -> str | None:
         """The block protecting (day, slot), if any."""
@@ -227,6 +231,8 @@ class World:
 
 
 def build_world(plan: Plan, task: CosTask) -> World:
+    if any(a.arrives > b.arrives for a, b in pairwise(plan.requests)):
+        raise ValueError("the plan's requests must be in arrival order")
     requests = {p.id: Request(p) for p in plan.requests}
     world = World(task, plan, requests, dict(plan.trust), dict(plan.slot), dict(plan.tone), dict(plan.slot),
                   dict(plan.tone))
@@ -235,16 +241,20 @@ def build_world(plan: Plan, task: CosTask) -> World:
 
 
 def arrive(world: World) -> list[dict[str, Any]]:
-    """Requests arriving now and deferred ones reopening today enter the queue."""
-    events = []
-    step, day = world.step, world.day
-    for request in world.requests.values():
-        if request.status == "upcoming" and request.plan.arrives <= step:
-            request.status = "open"
-            if request.plan.crisis:
-                events.append({"step": step, "title": f"Crisis: {request.plan.title}", "request": request.id})
-        elif request.status == "deferred" and request.reopens is not None and request.reopens <= day:
+    """Deferred requests reopening today and requests arriving now enter the queue."""
+    day = world.day
+    for request in world.arrived:
+        if request.status == "deferred" and request.reopens is not None and request.reopens <= day:
             request.status, request.reopens = "open", None
+    events = []
+    step = world.step
+    for request in islice(world.requests.values(), len(world.arrived), None):
+        if request.plan.arrives > step:
+            break  # and so do all after it
+        request.status = "open"
+        world.arrived.append(request)
+        if request.plan.crisis:
+            events.append({"step": step, "title": f"Crisis: {request.plan.title}", "request": request.id})
     return events
 
 
@@ -436,7 +446,7 @@ def advance(world: World, events: Events) -> list[dict[str, Any]]:
             fired.append({"step": step, "title": DRIFT_TITLE})
     if not done:
         fired += arrive(world)
-    for request in world.requests.values():
+    for request in world.arrived:
         if request.status in ("open", "deferred") and (done or step >= SLOTS_PER_DAY * (
                 request.plan.deadline + GRACE_DAYS + 1)):
             request.status = "missed"
