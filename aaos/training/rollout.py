@@ -28,11 +28,11 @@ from aaos.training.snapshot import restore
 DEFAULT_HORIZON = 15
 """Steps after the snapshot at which a completion is scored, chosen by measurement (docs/training.md). Over
 states of champion episodes (full_episode and crisis_management, every scenario), the mean effect against
-no_op at 15 steps is +0.023 for detecting a hidden risk, +0.012 for flagging a detected one and +0.024 for
-requesting what a blocked task needs; at 1 step a flag loses 0.083 and a request gains nothing
+no_op at 15 steps is +0.011 for detecting a hidden risk, +0.008 for flagging a detected one and +0.014 for
+requesting what a blocked task needs; at 1 step a flag loses and a detection or a request gains nothing
 (tests/test_reward_signal.py pins the signs). And the order of two answers (the champion's and a random legal
-one) at 15 steps is their order at the episode's end in 98.7 % of pairs (77.7 % at 1 step, 90.9 % at 5,
-96.7 % at 10), at ~70 % of the cost of playing to the end."""
+one) at 15 steps is their order at the episode's end in 97.6 % of pairs (70.6 % at 1 step, 91.4 % at 5,
+95.9 % at 10), at ~70 % of the cost of playing to the end."""
 INVALID_REWARD = -1.0
 """The reward of a completion that gives no valid action: below every score a valid answer can reach."""
 

@@ -33,8 +33,10 @@ prompt unchanged.
 3: a holdout variant's extra risk no longer opens a remediation task named after the risk it copies (which
 spelled that risk while still hidden); 2: fixed horizons, aimed metric queries that take a role's turn, late
 risks (1: the first release)."""
-REWARD_VERSION = "2"
-"""2: potential-based reward (return = score), risks counted from noticeable_from, penalty as 1/(1+P)."""
+REWARD_VERSION = "3"
+"""3: every risk noticeable within the episode counted from the first step, so that the reward does not fall when
+a hidden one becomes noticeable (final scores unchanged); 2: potential-based reward (return = score), risks
+counted from noticeable_from, penalty as 1/(1+P)."""
 
 
 def org_spec() -> EnvSpec:

@@ -110,15 +110,17 @@ def _mean(total: float, count: int) -> float | None:
 
 
 def risk_credits(world: World) -> tuple[float | None, float | None]:
-    """Mean credit over the risks that exist, graded (all, public): all counts the known risks and the hidden
-    ones already noticeable, which earn nothing; public counts only the known ones (what the organisation can
-    grade itself)."""
+    """Mean credit over the risks that exist, graded (all, public): public counts only the known ones (what the
+    organisation can grade itself); all counts them too, and from the first step every hidden one that becomes
+    noticeable within the episode (by max_steps, where every episode ends), which earns nothing until found.
+    Counting a hidden risk only from the step it becomes noticeable would make the reward fall at that step and
+    tell the agent that a risk is there to be found; the final grade is the same either way."""
     total = public_total = 0.0
     count = public_count = 0
-    step = world.step
+    horizon = world.max_steps
     for risk in world.risks:
         known = risk.known
-        if not known and step < risk.definition.noticeable_from:
+        if not known and risk.definition.noticeable_from > horizon:
             continue
         count += 1
         if not known:
