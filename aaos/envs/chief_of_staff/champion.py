@@ -2,15 +2,16 @@
 
 Each step it takes the first of:
 1. a critical request (a crisis) that can be booked or must be declined, handled at once;
-2. the family evening of today or tomorrow protected while free of work;
-3. a check-in with a stakeholder who said a meeting was not at their preferred time, or could not make it, since
+2. a check-in with a stakeholder who said a meeting was not at their preferred time, or could not make it, since
    the last check-in;
-4. the most critical open request (earliest deadline first): declined if a contradicting request is booked,
+3. the most critical open request (earliest deadline first): declined if a contradicting request is booked,
    else booked in the stakeholder's known preferred slot on the earliest day by its deadline, else any free
    work slot by then, else late (medium and above) or declined for capacity; never in a slot the stakeholder
    said is out for them;
-5. an update to the stakeholder with most bad news waiting, in their known tone;
-6. a check-in with a stakeholder not heard since the last drift marker;
+4. an update to the stakeholder with most bad news waiting, in their known tone;
+5. a check-in with a stakeholder not heard since the last drift marker;
+6. the family evening of today or tomorrow protected while free of work (in a turn nothing else needs: placed
+   second, it took the first turn of each day, and the champion without it scored more on every task);
 7. no_op.
 """
 
@@ -69,8 +70,8 @@ class CosChampion(Policy):
     name = "heuristic"
 
     def act_role(self, role: str, view: View) -> Action:
-        for rule in (self._crisis, self._protect_evening, self._confirm_misalignment, self._triage, self._update,
-                     self._catch_up):
+        for rule in (self._crisis, self._confirm_misalignment, self._triage, self._update, self._catch_up,
+                     self._protect_evening):
             chosen = rule(view)
             if chosen is not None:
                 return chosen
