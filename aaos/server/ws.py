@@ -239,8 +239,8 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
     try:
         request = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        hint = f" (arrays and objects may nest at most {MAX_JSON_DEPTH} levels deep)" if "depth limit" in str(error) \
-            else ""
+        too_deep = "depth limit" in str(error)
+        hint = f" (arrays and objects may nest at most {MAX_JSON_DEPTH} levels deep)" if too_deep else ""
         raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {clip(str(error))}{hint}") from None
     if not isinstance(request, dict):
         raise BadMessage(WSErrorCode.VALIDATION_ERROR, 'a message must be a JSON object such as {"type": "step", '
