@@ -5,8 +5,9 @@ For the arrived emails E (an email still open scores 0 on every part) and the ur
     priority        = |{e in E closed with priority = true priority}| / |E|
     resolution      = |{e in E closed with outcome = right outcome}| / |E|
     urgent_handling = |{e in U closed the right way, labelled high, at a step < max_steps / 2}| / |U|  (None if U empty)
-Labels are read at the moment an email closes and never again, so no label can be probed through the score; a
-Tally keeps the counts as emails arrive and close, so a step costs the same however full the inbox is.
+Labels are read at the moment an email closes and never again, so no label can be probed through the score from
+the agent's view (closing on a copy of the environment would: agents never get one); a Tally keeps the counts as
+emails arrive and close, so a step costs the same however full the inbox is.
 """
 
 from __future__ import annotations
