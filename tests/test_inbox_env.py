@@ -202,6 +202,27 @@ def test_violations_carry_their_severity_and_shrink_the_score() -> None:
     assert env.observation()["agent_observations"][ROLE]["escalations_left"] == 0
 
 
+@pytest.mark.parametrize("task", ["easy", "medium", "hard"])
+def test_urgent_handling_moves_only_when_an_email_closes_not_when_a_wave_arrives(task: str) -> None:
+    """Reward version 1 counted an urgent email from its arrival, so the component fell when a wave brought
+    urgent emails and told the agent how many of the wave were urgent. Here the champion plays until it has
+    handled an urgent email, then waits while the later waves arrive: the component must not move."""
+    for scenario, seed in (("saas_helpdesk", 0), ("saas_helpdesk", 10_000)):
+        env = make(task, scenario, seed)
+        champion = aaos.policies.make("heuristic", env=ENV)
+        observation, handled = env.observation(), None
+        while not env.done:
+            waiting = handled is not None
+            result = env.step({ROLE: action("no_op")} if waiting else champion.act(observation))
+            observation = result.observation
+            now = result.info["reward_breakdown"]["components"]["urgent_handling"]
+            if waiting:
+                assert now == handled, (scenario, seed, env.step_count, result.info["scenario_events"])
+            elif now:
+                handled = now
+        assert handled, "the champion never handled an urgent email: nothing was tested"
+
+
 def test_urgent_emails_count_only_when_labelled_high_and_closed_right_before_half_time() -> None:
     early, late, unlabelled = make("easy"), make("easy"), make("easy")
     for env, wait, priority in ((early, 0, None), (late, 25, None), (unlabelled, 0, "medium")):

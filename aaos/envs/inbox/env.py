@@ -40,7 +40,9 @@ VERSION = "2"
 """2: the view lists the open emails as rows and the closed ones by id -> how each was closed (closed_emails); the
 observation's inbox still holds every arrived email; play and the compact prompt unchanged (1: the first
 release)."""
-REWARD_VERSION = "1"
+REWARD_VERSION = "2"
+"""2: urgent_handling counts every urgent email of the episode from the start, so that it does not move when a wave
+brings urgent emails (final scores unchanged); 1: the first release."""
 
 
 def inbox_spec() -> EnvSpec:
@@ -96,7 +98,7 @@ class InboxEnv(Environment):
         self.last_result: dict[str, Any] | None = None
         self.ledger = RewardLedger()
         self._visible = self._arrived()
-        self._tally = Tally.of(self._visible, self.max_steps)
+        self._tally = Tally.of(self.emails, self._visible, self.max_steps)
         self._done = self._finished()
         self.components = self._tally.components()
         self.score = composite(self.components, WEIGHTS, self.penalty)

@@ -1,6 +1,7 @@
 """The grader: the seed's 30/30/30/10 split over every email that has arrived, each graded only once closed.
 
-For the arrived emails E (an email still open scores 0 on every part) and the urgent ones U among them:
+For the arrived emails E (an email still open scores 0 on every part) and the urgent ones U of the whole episode
+(arrived or not: counting them as they arrive would tell the agent how many of a wave are urgent):
     classification  = |{e in E closed with category = true category}| / |E|
     priority        = |{e in E closed with priority = true priority}| / |E|
     resolution      = |{e in E closed with outcome = right outcome}| / |E|
@@ -28,7 +29,8 @@ def handled_urgently(email: Email, max_steps: int) -> bool:
 @dataclass(slots=True)
 class Tally:
     """The rubric's counts over the arrived emails: an email counts once when it arrives and once when it closes
-    (its labels and outcome are final then: a closed email cannot be relabelled)."""
+    (its labels and outcome are final then: a closed email cannot be relabelled); `urgent` counts the whole
+    episode's urgent emails from the start."""
 
     max_steps: int
     seen: int = 0
@@ -40,9 +42,9 @@ class Tally:
     handled: int = 0
 
     @classmethod
-    def of(cls, arrived: Sequence[Email], max_steps: int) -> Tally:
-        """The counts over `arrived`, from scratch."""
-        tally = cls(max_steps)
+    def of(cls, emails: Sequence[Email], arrived: Sequence[Email], max_steps: int) -> Tally:
+        """The counts over `arrived` of the episode's `emails`, from scratch."""
+        tally = cls(max_steps, urgent=sum(email.urgent for email in emails))
         for email in arrived:
             tally.arrive(email)
             if email.closed:
@@ -51,7 +53,6 @@ class Tally:
 
     def arrive(self, email: Email) -> None:
         self.seen += 1
-        self.urgent += email.urgent
 
     def close(self, email: Email) -> None:
         self.closed += 1
