@@ -6,7 +6,8 @@
     relationships = 0.7 * sum_s i_s * t_s / sum_s i_s + 0.3 * min_s t_s  (i: hidden importance, t: trust;
                     pending trust changes count once the episode is done)
     alignment     = (requests booked in the slot their stakeholder prefers when the meeting is held; for one not
-                    held yet, the slot preferred now)
+                    held yet, the slot preferred when it was booked: a drift moves no grade before the meeting,
+                    so the reward does not reveal it)
                     / (arrived requests - those declined for a true conflict)
     commitments   = kept / made over bookings and protections, times booked / arrived requests (so that promising
                     little is not keeping promises; None before any is made): a booking is broken by a double
