@@ -66,11 +66,10 @@ class Tally:
 
     @classmethod
     def of(cls, world: World) -> Tally:
-        arrived = weight_total = judged = aligned = booked = broken = 0
+        weight_total = judged = aligned = booked = broken = 0
         earned = 0.0
         for r in world.arrived:
             status = r.status
-            arrived += 1
             weight = CRITICALITY_WEIGHT[r.plan.criticality]
             weight_total += weight
             if status in EARNING:
@@ -84,7 +83,7 @@ class Tally:
                     broken += 1
             elif not (status == "declined" and r.reason == "conflict" and r.reason_true):
                 judged += 1
-        return cls(arrived, weight_total, earned, judged, aligned, booked, broken)
+        return cls(len(world.arrived), weight_total, earned, judged, aligned, booked, broken)
 
 
 def outcomes(tally: Tally) -> float | None:
