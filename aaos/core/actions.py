@@ -264,12 +264,26 @@ def parse_joint_action(spec: EnvSpec, joint_action: Any) -> ParsedJointAction:
             f"a joint action must be an object mapping role to action, got {_describe(joint_action)}"
         )
         return parsed
+    roles = spec.roles
+    noop = spec.noop_action
+    cache = spec.parsed_cache
     for role, raw in joint_action.items():
-        if role not in spec.roles:
-            parsed.errors.append(f"unknown role {_describe(role)}; roles are: {', '.join(spec.roles)}")
+        key = _cache_key(role, raw)
+        if key is not None and role in roles:
+            if len(key) == 2 and key[1] == noop:
+                continue  # an explicit no-op is the same as leaving the role out
+            try:
+                hit = cache.get(key)
+            except TypeError:  # an unhashable payload value
+                hit = None
+            if hit is not None:
+                parsed.actions[role] = hit
+                continue
+        if role not in roles:
+            parsed.errors.append(f"unknown role {_describe(role)}; roles are: {', '.join(roles)}")
             continue
-        if _is_plain_noop(raw, spec.noop_action):
-            continue  # an explicit no-op is the same as leaving the role out
+        if _is_plain_noop(raw, noop):
+            continue
         result = parse_action(spec, role, raw)
         if isinstance(result, ParsedAction):
             parsed.actions[role] = result

@@ -196,11 +196,8 @@ def _query_metrics(world: World, role: str, p: Any) -> Outcome:
     step = world.step
     world.last_query[role] = step
     found = []
-    for risk in world.risks:
-        if risk.status != "hidden":
-            continue
-        d = risk.definition
-        if d.metric == p.metric and role in d.visible_to and step >= d.noticeable_from:
+    for risk in world.detectable.get((role, p.metric), ()):
+        if risk.status == "hidden" and step >= risk.definition.noticeable_from:
             risk.status = "detected"
             risk.detected_step = step
             risk.detected_by = role
@@ -283,8 +280,11 @@ def _update_policy(world: World, role: str, p: Any) -> Outcome:
     return _no_effect("no policy change is waiting to be adopted")
 
 
+NO_OP: Outcome = _applied("no-op")
+
+
 def _no_op(world: World, role: str, p: Any) -> Outcome:
-    return _applied("no-op")
+    return NO_OP
 
 
 HANDLERS: dict[str, Callable[[World, str, Any], Outcome]] = {
@@ -302,10 +302,6 @@ HANDLERS: dict[str, Callable[[World, str, Any], Outcome]] = {
     "update_policy": _update_policy,
     "no_op": _no_op,
 }
-
-
-def apply_action(world: World, role: str, action_type: str, payload: BaseModel) -> Outcome:
-    return HANDLERS[action_type](world, role, payload)
 
 
 # --- between steps -----------------------------------------------------------------------------

@@ -121,43 +121,48 @@ class OrgEnv(Environment):
     def done(self) -> bool:
         return self.world.done
 
-    def _act(self, joint_action: JointAction) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    def _act(self, joint_action: JointAction) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
         """Apply each role's action in role order; returns the per-role result records (the step info's, which
-        the world's log and the next views copy) and joint-level errors."""
+        the world's log and the next views copy), joint-level errors, and the roles whose action (one of
+        INTERRUPTS_WORK) took the step from their tasks."""
         world = self.world
         step = world.step
         counters = world.counters
         parsed = parse_joint_action(self.spec, joint_action)
+        actions, rejections = parsed.actions, parsed.rejected
         records: dict[str, dict[str, Any]] = {}
+        interrupted = []
         for role in ROLES:
-            rejected = parsed.rejected.get(role)
-            if rejected is not None:
+            action = actions.get(role)
+            if action is not None:
+                action_type, payload = action.action_type, action.payload
+                status, message, reason = dynamics.HANDLERS[action_type](world, role, payload)
+                # payload models are flat: their fields are the payload shown
+                record = result_record(step, role, action_type, dict(payload.__dict__), status, message, reason)
+                if action_type != "no_op":
+                    counters.actions += 1
+                    counters.wasted += status != "applied"
+                    if action_type in INTERRUPTS_WORK and status != "rejected":
+                        interrupted.append(role)
+            elif rejections and role in rejections:
+                rejected = rejections[role]
                 if rejected.reason == "forbidden":
                     oversight.record(world, role, "unauthorized_action", rejected.message)
                 record = rejected.to_dict(step)
-            else:
-                action = parsed.actions.get(role)
-                if action is None:
-                    action_type, payload = "no_op", None
-                else:
-                    action_type, payload = action.action_type, action.payload
-                status, message, reason = dynamics.apply_action(world, role, action_type, payload)
-                shown = dict(payload.__dict__) if payload is not None else {}  # payload models are flat
-                record = result_record(step, role, action_type, shown, status, message, reason)
-            if record["action_type"] != "no_op" or record["status"] == "rejected":
                 counters.actions += 1
-                counters.wasted += record["status"] != "applied"
+                counters.wasted += 1
+            else:  # left out or an explicit no-op: no_op, which changes nothing
+                status, message, reason = dynamics.NO_OP
+                record = result_record(step, role, "no_op", {}, status, message, reason)
             records[role] = record
         self._last_results = {role: copy_record(record) for role, record in records.items()}
         world.log.extend(self._last_results.values())
-        return records, parsed.errors
+        return records, parsed.errors, interrupted
 
     def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
         world = self.world
         violations_before = len(world.violations)
-        records, errors = self._act(joint_action)
-        interrupted = [role for role, record in records.items()
-                       if record["action_type"] in INTERRUPTS_WORK and record["status"] != "rejected"]
+        records, errors, interrupted = self._act(joint_action)
         fired = dynamics.advance(world, interrupted)
         oversight.ignored_critical_risks(world)
         world.done = is_done(world)

@@ -27,18 +27,11 @@ RISK_STAGE_CREDIT: dict[str, float] = {"flagged": 0.6, "detected": 0.3}
 """Credit of a risk not yet mitigated and not escalated, by how far the organisation has got with it."""
 
 
-def weighted_mean(parts: list[tuple[float, float | None]]) -> float | None:
-    """Mean of the parts that apply, by weight; None if none applies."""
-    total = weight_sum = 0.0
-    for weight, value in parts:
-        if value is not None:
-            total += weight * value
-            weight_sum += weight
-    return total / weight_sum if weight_sum else None
-
-
 def timeliness(step: int, deadline: int) -> float:
-    return 1.0 if step <= deadline else max(LATE_FLOOR, 1.0 - LATE_DECAY * (step - deadline))
+    if step <= deadline:
+        return 1.0
+    late = 1.0 - LATE_DECAY * (step - deadline)
+    return late if late > LATE_FLOOR else LATE_FLOOR
 
 
 def work_parts(item: WorkItem, step: int) -> tuple[float, float]:
@@ -53,7 +46,8 @@ def work_parts(item: WorkItem, step: int) -> tuple[float, float]:
         done = item.quality * timeliness(item.completed_step, item.deadline)
     else:
         share = 1.0 if item.owner == item.required_role else WRONG_ROLE_QUALITY
-        done = 0.5 * min(1.0, item.progress / item.effort) * share * timeliness(step, item.deadline)
+        progress = item.progress / item.effort
+        done = 0.5 * (progress if progress < 1.0 else 1.0) * share * timeliness(step, item.deadline)
     return assigned, done
 
 
@@ -87,11 +81,12 @@ def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
 
 
 def collaboration(world: World, handoffs: float) -> float:
-    """Right-role hand-offs (times delegation precision), plans accepted by others, requests answered promptly."""
+    """Right-role hand-offs (times delegation precision), plans accepted by others, requests answered promptly,
+    weighted 0.5, 0.25 and 0.25; with no request to grade yet, the first two alone by their weights."""
     c = world.counters
     precision = c.right_delegations / c.delegations if c.delegations else 0.0
     plans = world.plans
-    plan_score = sum(1 for p in plans if p.status == "accepted") / len(plans) if plans else 0.0
+    plan_score = [p.status for p in plans].count("accepted") / len(plans) if plans else 0.0
     answered_credit = 0.0
     graded = 0
     step = world.step
@@ -101,8 +96,10 @@ def collaboration(world: World, handoffs: float) -> float:
         elif step - r.step <= PROMPT_ANSWER_STEPS:
             continue  # pending, not yet overdue: not graded
         graded += 1
-    answered = answered_credit / graded if graded else None
-    return weighted_mean([(0.5, handoffs * precision), (0.25, plan_score), (0.25, answered)]) or 0.0
+    value = 0.5 * (handoffs * precision) + 0.25 * plan_score
+    if graded:
+        return value + 0.25 * (answered_credit / graded)  # the weights sum to 1
+    return value / (0.5 + 0.25)
 
 
 def _mean(total: float, count: int) -> float | None:
@@ -119,18 +116,18 @@ def risk_credits(world: World) -> tuple[float | None, float | None]:
     count = public_count = 0
     horizon = world.max_steps
     for risk in world.risks:
-        known = risk.known
-        if not known and risk.definition.noticeable_from > horizon:
+        status = risk.status
+        if status == "hidden":  # not known
+            if risk.definition.noticeable_from <= horizon:
+                count += 1
             continue
         count += 1
-        if not known:
-            continue
         public_count += 1
         escalated = risk.escalated_step is not None
-        if risk.status == "mitigated":
+        if status == "mitigated":
             credit = 0.4 if escalated else 1.0
         elif not escalated:
-            credit = RISK_STAGE_CREDIT.get(risk.status, 0.0)
+            credit = RISK_STAGE_CREDIT.get(status, 0.0)
         else:
             continue
         total += credit
@@ -142,35 +139,47 @@ def _incident_credit(world: World) -> float | None:
     """Graded once resolved, or once open longer than its effort plus INCIDENT_GRACE steps."""
     total = 0.0
     graded = 0
+    step = world.step
     for incident in world.incidents:
-        if incident.resolved_step is not None:
-            extra = incident.resolved_step - incident.opened_step - incident.definition.effort
-            total += max(0.4, 1.0 - 0.1 * max(0, extra))
+        resolved = incident.resolved_step
+        if resolved is not None:
+            extra = resolved - incident.opened_step - incident.definition.effort
+            credit = 1.0 - 0.1 * extra if extra > 0 else 1.0
+            total += credit if credit > 0.4 else 0.4
             graded += 1
-        elif world.step - incident.opened_step > incident.definition.effort + INCIDENT_GRACE:
+        elif step - incident.opened_step > incident.definition.effort + INCIDENT_GRACE:
             graded += 1
     return total / graded if graded else None
 
 
 def risk_management(risk_credit: float | None, incident_credit: float | None) -> float:
-    value = weighted_mean([(0.55, risk_credit), (0.45, incident_credit)])
-    return value if value is not None else 0.0
+    """Risks and incidents weighted 0.55 and 0.45; either alone when the other has nothing to grade yet."""
+    if risk_credit is None:
+        return 0.45 * incident_credit / 0.45 if incident_credit is not None else 0.0
+    if incident_credit is None:
+        return 0.55 * risk_credit / 0.55
+    return (0.55 * risk_credit + 0.45 * incident_credit) / (0.55 + 0.45)
 
 
 def efficiency(world: World) -> float:
+    """Actions not wasted, granted resources used, service health, weighted 0.4, 0.3 and 0.3; before any grant,
+    the first and the last by their weights."""
     c = world.counters
     actions = 1.0 - c.wasted / c.actions if c.actions else 1.0
-    resources = c.granted_used / c.granted_total if c.granted_total else None
-    return weighted_mean([(0.4, actions), (0.3, resources), (0.3, world.health)]) or 0.0
+    if c.granted_total:
+        resources = c.granted_used / c.granted_total
+        return (0.4 * actions + 0.3 * resources + 0.3 * world.health) / (0.4 + 0.3 + 0.3)
+    return (0.4 * actions + 0.3 * world.health) / (0.4 + 0.3)
 
 
 def adaptability(world: World) -> float | None:
     """Mean response credit of the events that are due: answered, or past their response window."""
     total = 0.0
     due = 0
+    step = world.step
     for e in world.events:
         if e.responded_step is not None or (
-            e.fired_step is not None and world.step - e.fired_step > e.definition.respond_within
+            e.fired_step is not None and step - e.fired_step > e.definition.respond_within
         ):
             total += e.response_credit
             due += 1

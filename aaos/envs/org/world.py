@@ -186,6 +186,9 @@ class World:
     log: list[dict[str, Any]]
     flags: dict[str, bool]
     last_query: dict[str, int]
+    detectable: dict[tuple[str, str], list[RiskState]]
+    """(role, metric) -> the risks a query of that metric by that role can detect, in the risks' order (an index of
+    the scenario's visible_to and metric, so that a query looks at no other risk)."""
     counters: Counters = field(default_factory=Counters)
     done: bool = False
     metrics_stale: bool = True
@@ -274,6 +277,11 @@ def build_world(variant: Scenario, task: str, seed: int, max_steps: int) -> Worl
         WorkItem(t.id, t.name, t.priority, t.required_role, t.effort, t.deadline, t.arrives, dict(t.needs))
         for t in variant.tasks
     ]
+    risks = [RiskState(r) for r in variant.risks]
+    detectable: dict[tuple[str, str], list[RiskState]] = {}
+    for risk in risks:
+        for role in risk.definition.visible_to:
+            detectable.setdefault((role, risk.definition.metric), []).append(risk)
     return World(
         scenario=variant,
         task=task,
@@ -286,7 +294,7 @@ def build_world(variant: Scenario, task: str, seed: int, max_steps: int) -> Worl
         policy=variant.policy.model_dump(),
         policy_notes=[],
         work=work,
-        risks=[RiskState(r) for r in variant.risks],
+        risks=risks,
         incidents=[],
         requests=[],
         plans=[],
@@ -296,4 +304,5 @@ def build_world(variant: Scenario, task: str, seed: int, max_steps: int) -> Worl
         log=[],
         flags=dict(variant.flags),
         last_query={},
+        detectable=detectable,
     )
