@@ -10,11 +10,30 @@ import pytest
 
 import aaos
 from aaos.core.actions import ActionResult, ParsedAction, parse_action, parse_joint_action
-from aaos.core.fresh import copier
+from aaos.core.fresh import copier, picker
 
 CHOICES = {"propose_plan": {"plan": "text", "addresses": ("none", "compute")},
            "query_metrics": {"metric": ["latency"], "weights": [0.25, -1.5, 3]},
            "flags": [True, False, None], "no_op": {}}
+
+
+def test_a_picker_returns_a_new_dict_of_its_keys_in_order() -> None:
+    source = {"uptime": 0.99, "latency": 120.0, "error_rate": 0.01}
+    pick = picker(("latency", "uptime"))
+    first = pick(source)
+    assert first == {"latency": 120.0, "uptime": 0.99} and list(first) == ["latency", "uptime"]
+    first["latency"] = 0.0
+    assert pick(source) == {"latency": 120.0, "uptime": 0.99} and pick(source) is not pick(source)
+    with pytest.raises(KeyError):
+        pick({"latency": 1.0})
+    assert picker(("compute", "budget"), 0)({"budget": 3}) == {"compute": 0, "budget": 3}
+    assert picker(())({"a": 1}) == {}
+
+
+@pytest.mark.parametrize("keys, default", [((1,), 0), (("a",), object()), (("a",), math.nan)])
+def test_a_picker_refuses_keys_or_a_default_that_are_not_plain_data(keys: tuple[Any, ...], default: Any) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        picker(keys, default)
 
 
 def test_a_copier_returns_an_equal_new_copy_each_call_with_tuples_as_lists() -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import aaos
 from aaos.core.reward import composite
+from aaos.envs.org.oversight import total_penalty
 from aaos.envs.org.spec import REWARD_WEIGHTS
 
 SPEC = aaos.spec()
@@ -163,6 +164,7 @@ def check_step(env: Any, result: Any, sent: Any, previous_score: float) -> dict[
     breakdown = info["reward_breakdown"]
     assert breakdown["increment"] == pytest.approx(info["score"] - previous_score, abs=1e-12)
     assert breakdown["penalty"] >= 0.0
+    assert breakdown["penalty"] == total_penalty(env.world)  # the penalty the world keeps is its violations' sum
     for name, value in breakdown["components"].items():
         assert value is None or in_unit(value), (name, value)
     assert set(breakdown["components"]) == set(REWARD_WEIGHTS)
@@ -464,8 +466,8 @@ def _scramble(value: Any) -> None:
 
 @pytest.mark.parametrize("env_id", aaos.env_ids())
 def test_mutating_observations_cannot_change_the_world(env_id: str) -> None:
-    """Two environments play the same actions; one has every observation it returns torn apart as soon as the
-    actions are chosen from it: their states, rewards and infos stay identical."""
+    """Two environments play the same actions; one has every observation and info it returns torn apart as soon
+    as the actions are chosen from it: their states, rewards and infos stay identical."""
     spec = aaos.spec(env_id)
     task = spec.tasks[-1].id
     kept, torn = aaos.make(task, env=env_id), aaos.make(task, env=env_id)
@@ -478,6 +480,7 @@ def test_mutating_observations_cannot_change_the_world(env_id: str) -> None:
         first, second = kept.step(joint), torn.step(joint)
         assert json.dumps(first.info, sort_keys=True) == json.dumps(second.info, sort_keys=True)
         assert first.reward == second.reward and kept.state() == torn.state()
+        _scramble(second.info)  # the same action next step must show its payload whole again
         observation, mangled = first.observation, second.observation
         if first.done:
             return

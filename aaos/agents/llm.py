@@ -188,7 +188,7 @@ def validate_answer(spec: EnvSpec, role: str, data: Any, legal: dict[str, dict[s
     parsed = legal_problem(spec, role, data, legal)
     if isinstance(parsed, str):
         raise InvalidAnswer(parsed)
-    return {"action_type": parsed.action_type, "payload": dict(parsed.payload.__dict__)}
+    return {"action_type": parsed.action_type, "payload": dict(parsed.fields)}
 
 
 def answers_by_role(data: Any, roles: Sequence[str], mode: Mode) -> dict[str, Any]:

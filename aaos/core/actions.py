@@ -27,6 +27,12 @@ class ParsedAction:
     role: str
     action_type: str
     payload: BaseModel
+    fields: dict[str, Any] = field(init=False, repr=False, compare=False)
+    """The payload's fields as plain data (payload models are flat), as results and logs show them. Shared with
+    every use of this parse: copy it (`dict(parsed.fields)`), never hand it out."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", dict(self.payload.__dict__))
 
 
 @dataclass(slots=True)
@@ -139,17 +145,13 @@ def _cache_key(role: str, raw: Any) -> tuple[Any, ...] | None:
     """The key of a plain action {"action_type": str, "payload": {...}} in the spec's parsed_cache, or None for
     any other shape (parsed the long way). Every check parse_action makes depends only on the role, the action
     type and the payload's items, which the key holds."""
-    if type(raw) is not dict:
+    if type(raw) is not dict or type(action_type := raw.get("action_type")) is not str:
         return None
-    action_type = raw.get("action_type")
-    if type(action_type) is not str:
-        return None
-    if len(raw) == 1:
-        return (role, action_type)
-    payload = raw.get("payload")
-    if len(raw) != 2 or type(payload) is not dict:
-        return None
-    return (role, action_type, *payload.items())
+    size = len(raw)
+    if size == 2:
+        payload = raw.get("payload")
+        return (role, action_type, *payload.items()) if type(payload) is dict else None
+    return (role, action_type) if size == 1 else None
 
 
 def parse_action(spec: EnvSpec, role: str, raw: Any) -> ParsedAction | ActionResult:
@@ -254,7 +256,7 @@ def _is_plain_noop(raw: Any, noop: str) -> bool:
 
 def parse_joint_action(spec: EnvSpec, joint_action: Any) -> ParsedJointAction:
     """Parse role -> action. Roles left out do the no-op; unknown role names are reported, not raised."""
-    parsed = ParsedJointAction()
+    parsed = ParsedJointAction({}, {}, [])
     if joint_action is None:
         return parsed
     if type(joint_action) is not dict:

@@ -40,6 +40,24 @@ def copier(value: Any) -> Callable[[], Any]:
     return eval(f"lambda: {literal}", {"__builtins__": {}})  # only plain data, checked above
 
 
+_NO_DEFAULT = object()
+
+
+def picker(keys: tuple[str, ...], default: Any = _NO_DEFAULT) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A function that returns a new dict of `keys` (in that order) with their values in the dict it is given:
+    `source[key]`, or `source.get(key, default)` when a default (plain data) is given. Compiled to a display like
+    copier's, about twice as fast as a comprehension over the keys."""
+    for key in keys:
+        if type(key) is not str:
+            raise TypeError(f"keys: a key must be a string, got {key!r}")
+    if default is _NO_DEFAULT:
+        entries = ", ".join(f"{key!r}: source[{key!r}]" for key in keys)
+    else:
+        _check_plain(default, "default")
+        entries = ", ".join(f"{key!r}: source.get({key!r}, {default!r})" for key in keys)
+    return eval(f"lambda source: {{{entries}}}", {"__builtins__": {}})  # keys and default checked above
+
+
 def _as_lists(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _as_lists(item) for key, item in value.items()}

@@ -108,7 +108,7 @@ class ChiefOfStaffEnv(Environment):
         else:
             chosen = parsed.actions.get(ROLE)
             kind = chosen.action_type if chosen else "no_op"
-            payload = dict(chosen.payload.__dict__) if chosen else {}
+            payload = dict(chosen.fields) if chosen else {}
             status, message, reason = self._apply(kind, payload, events)
             record = result_record(world.step, ROLE, kind, payload, status, message, reason)
         self._last = copy_record(record)  # the info's record is the caller's; views copy this one

@@ -187,9 +187,8 @@ class InboxEnv(Environment):
         else:
             chosen = parsed.actions.get(ROLE)
             kind = chosen.action_type if chosen else "no_op"
-            payload = chosen.payload if chosen else None
-            status, message, reason = self._apply(kind, payload)
-            shown = dict(payload.__dict__) if payload is not None else {}
+            status, message, reason = self._apply(kind, chosen.payload if chosen else None)
+            shown = dict(chosen.fields) if chosen else {}
             record = result_record(self.step_count, ROLE, kind, shown, status, message, reason)
         self.last_result = copy_record(record)  # the info's record is the caller's; views copy this one
         self.step_count += 1

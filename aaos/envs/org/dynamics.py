@@ -191,20 +191,21 @@ def _approve_resource(world: World, role: str, p: Any) -> Outcome:
 
 
 def _query_metrics(world: World, role: str, p: Any) -> Outcome:
-    if p.metric not in VISIBLE_METRICS[role]:
+    metric = p.metric
+    if metric not in VISIBLE_METRICS[role]:
         return _rejected("precondition", f"payload.metric: {role} sees only {', '.join(VISIBLE_METRICS[role])}")
     step = world.step
     world.last_query[role] = step
     found = []
-    for risk in world.detectable.get((role, p.metric), ()):
+    for risk in world.detectable.get((role, metric), ()):
         if risk.status == "hidden" and step >= risk.definition.noticeable_from:
             risk.status = "detected"
             risk.detected_step = step
             risk.detected_by = role
             found.append(risk.id)
     if found:
-        return _applied(f"{p.metric} investigated; detected {', '.join(found)}")
-    return _applied(f"{p.metric} investigated; nothing new")
+        return _applied(f"{metric} investigated; detected {', '.join(found)}")
+    return _applied(f"{metric} investigated; nothing new")
 
 
 def _raise_risk_flag(world: World, role: str, p: Any) -> Outcome:
@@ -262,6 +263,7 @@ def _audit_agent(world: World, role: str, p: Any) -> Outcome:
     caught = [v for v in world.violations if v.role == p.target_agent and not v.audited]
     for violation in caught:
         violation.audited = True
+    world.penalty = oversight.total_penalty(world)
     if not caught:
         return _no_effect(f"{p.target_agent} has no unaudited violations")
     return _applied(f"audited {p.target_agent}: caught {len(caught)} violation(s)")
@@ -318,7 +320,7 @@ def _progress_work(world: World, interrupted: Collection[str]) -> None:
     for item in world.work:
         # oversight audits and never delivers: a task it owns makes no progress
         if (item.status != "in_progress" or item.owner not in WORKERS or item.owner in interrupted
-                or item.unmet_needs()):
+                or (item.needs and item.unmet_needs())):
             continue
         right = item.owner == item.required_role
         item.progress += 1.0 if right else WRONG_ROLE_RATE
@@ -333,15 +335,17 @@ def _progress_work(world: World, interrupted: Collection[str]) -> None:
 
 
 def _arrivals(world: World) -> None:
-    for item in world.work:
-        if item.status == "upcoming" and item.arrives <= world.step:
-            item.status = "pending"
+    upcoming = world.upcoming
+    while upcoming and upcoming[-1].arrives <= world.step:
+        upcoming.pop().status = "pending"
 
 
 def _escalations(world: World) -> None:
-    for risk in world.risks:
-        d = risk.definition
-        if risk.status != "mitigated" and risk.escalated_step is None and world.step >= d.escalates_at:
+    due = world.unescalated
+    while due and due[-1][0] <= world.step:
+        risk = due.pop()[1]
+        if risk.status != "mitigated":
+            d = risk.definition
             risk.escalated_step = world.step
             if risk.status == "hidden":
                 risk.status = "detected"
@@ -354,10 +358,11 @@ def _escalations(world: World) -> None:
 def fire_due_events(world: World) -> list[dict[str, Any]]:
     """Fire every scheduled event due by now; returns what fired, as the observation shows it."""
     fired = []
-    for event in world.events:
+    events = world.events
+    while world.fired < len(events) and events[world.fired].definition.step <= world.step:
+        event = events[world.fired]
+        world.fired += 1
         d = event.definition
-        if event.fired_step is not None or d.step > world.step:
-            continue
         event.fired_step = world.step
         if d.kind == "incident" and d.incident is not None:
             event.incident_id = event_incident_id(d.id)

@@ -88,7 +88,7 @@ class OrgEnv(Environment):
         self._last_results: dict[str, dict[str, Any]] = {}
         dynamics.start(self.world)
         self._components, self._public = grade(self.world, self._assignment_weight)
-        self._score = composite(self._components, REWARD_WEIGHTS, oversight.total_penalty(self.world))
+        self._score = composite(self._components, REWARD_WEIGHTS, self.world.penalty)
         self._observation: Observation | None = None
 
     def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
@@ -131,14 +131,14 @@ class OrgEnv(Environment):
         parsed = parse_joint_action(self.spec, joint_action)
         actions, rejections = parsed.actions, parsed.rejected
         records: dict[str, dict[str, Any]] = {}
+        last: dict[str, dict[str, Any]] = {}
         interrupted = []
         for role in ROLES:
             action = actions.get(role)
             if action is not None:
                 action_type, payload = action.action_type, action.payload
                 status, message, reason = dynamics.HANDLERS[action_type](world, role, payload)
-                # payload models are flat: their fields are the payload shown
-                record = result_record(step, role, action_type, dict(payload.__dict__), status, message, reason)
+                record = result_record(step, role, action_type, dict(action.fields), status, message, reason)
                 if action_type != "no_op":
                     counters.actions += 1
                     counters.wasted += status != "applied"
@@ -155,8 +155,9 @@ class OrgEnv(Environment):
                 status, message, reason = dynamics.NO_OP
                 record = result_record(step, role, "no_op", {}, status, message, reason)
             records[role] = record
-        self._last_results = {role: copy_record(record) for role, record in records.items()}
-        world.log.extend(self._last_results.values())
+            last[role] = copy_record(record)
+        self._last_results = last
+        world.log.extend(last.values())
         return records, parsed.errors, interrupted
 
     def _step(self, joint_action: JointAction, observe: bool) -> StepResult:
@@ -167,7 +168,7 @@ class OrgEnv(Environment):
         oversight.ignored_critical_risks(world)
         world.done = is_done(world)
         self._components, self._public = grade(world, self._assignment_weight)
-        penalty = oversight.total_penalty(world)
+        penalty = world.penalty
         self._score = composite(self._components, REWARD_WEIGHTS, penalty)
         delivery = self._ledger.deliver(world.step, self._score, world.done)
         self._observation = None
@@ -196,7 +197,7 @@ class OrgEnv(Environment):
         data = self.world.to_dict()
         data["score"] = self._score
         data["components"] = dict(self._components)
-        data["penalty"] = oversight.total_penalty(self.world)
+        data["penalty"] = self.world.penalty
         data["held_reward"] = self._ledger.held
         data["scenario_name"] = self._scenario
         return data

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from aaos.envs.org.dynamics import WRONG_ROLE_QUALITY
 from aaos.envs.org.spec import PRIORITY_WEIGHT
-from aaos.envs.org.world import WorkItem, World
+from aaos.envs.org.world import World
 
 LATE_DECAY = 0.1
 """Credit lost per step of lateness, down to LATE_FLOOR."""
@@ -34,46 +34,51 @@ def timeliness(step: int, deadline: int) -> float:
     return late if late > LATE_FLOOR else LATE_FLOOR
 
 
-def work_parts(item: WorkItem, step: int) -> tuple[float, float]:
-    """A task's (assignment, completion) credit, each in [0, 1]: assignment to the right role (on time), then
-    completion, quality and deadline. Its business credit is a * assignment + (1 - a) * completion, a the task's
-    assignment weight; its delivered credit is the completion alone."""
-    if item.assigned_right and item.assigned_step is not None:
-        assigned = 1.0 if item.assigned_step <= item.deadline else 0.5
-    else:
-        assigned = WRONG_OWNER_CREDIT
-    if item.status == "completed" and item.completed_step is not None:
-        done = item.quality * timeliness(item.completed_step, item.deadline)
-    else:
-        share = 1.0 if item.owner == item.required_role else WRONG_ROLE_QUALITY
-        progress = item.progress / item.effort
-        done = 0.5 * (progress if progress < 1.0 else 1.0) * share * timeliness(step, item.deadline)
-    return assigned, done
-
-
 def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
     """One pass over the arrived tasks: (business_success, delivered, hand-offs).
 
-    business_success: the priority-weighted mean business credit of the arrived tasks (remediation is graded as
-    risk management; a task without an owner earns nothing). delivered: the same mean of completion credit, the
-    share of the arrived work actually delivered. hand-offs: the share of the arrived tasks (remediation
-    included) held by their required role."""
+    A task's business credit is a * assigned + (1 - a) * done, a the task's assignment weight: assigned for its
+    assignment to the right role (on time), done for its completion, quality and deadline; its delivered credit
+    is done alone. business_success: the priority-weighted mean business credit of the arrived tasks
+    (remediation is graded as risk management; a task without an owner earns nothing). delivered: the same mean
+    of completion credit, the share of the arrived work actually delivered. hand-offs: the share of the arrived
+    tasks (remediation included) held by their required role."""
     total = credit = done_credit = 0.0
     known = right = 0
     step = world.step
+    rest = 1.0 - assignment_weight
     for item in world.work:
-        if item.status == "upcoming":
+        status = item.status
+        if status == "upcoming":
             continue
         known += 1
-        right += item.assigned_right
+        if item.assigned_right:
+            right += 1
         if item.risk_id is not None:
             continue
         weight = PRIORITY_WEIGHT[item.priority]
         total += weight
-        if item.owner is None:
+        owner = item.owner
+        if owner is None:
             continue
-        assigned, done = work_parts(item, step)
-        credit += weight * (assignment_weight * assigned + (1.0 - assignment_weight) * done)
+        deadline = item.deadline
+        assigned_step = item.assigned_step
+        if item.assigned_right and assigned_step is not None:
+            assigned = 1.0 if assigned_step <= deadline else 0.5
+        else:
+            assigned = WRONG_OWNER_CREDIT
+        completed_step = item.completed_step
+        if status == "completed" and completed_step is not None:
+            done = item.quality
+            if completed_step > deadline:
+                done *= timeliness(completed_step, deadline)
+        else:
+            progress = item.progress / item.effort
+            done = 0.5 * (progress if progress < 1.0 else 1.0) * (
+                1.0 if owner == item.required_role else WRONG_ROLE_QUALITY)
+            if step > deadline:
+                done *= timeliness(step, deadline)
+        credit += weight * (assignment_weight * assigned + rest * done)
         done_credit += weight * done
     if not total:
         return 0.0, 0.0, right / known if known else 0.0
@@ -86,7 +91,11 @@ def collaboration(world: World, handoffs: float) -> float:
     c = world.counters
     precision = c.right_delegations / c.delegations if c.delegations else 0.0
     plans = world.plans
-    plan_score = [p.status for p in plans].count("accepted") / len(plans) if plans else 0.0
+    accepted = 0
+    for plan in plans:
+        if plan.status == "accepted":
+            accepted += 1
+    plan_score = accepted / len(plans) if plans else 0.0
     answered_credit = 0.0
     graded = 0
     step = world.step
@@ -177,10 +186,8 @@ def adaptability(world: World) -> float | None:
     total = 0.0
     due = 0
     step = world.step
-    for e in world.events:
-        if e.responded_step is not None or (
-            e.fired_step is not None and step - e.fired_step > e.definition.respond_within
-        ):
+    for e in world.events[:world.fired]:  # an event not fired yet is neither answered nor due
+        if e.responded_step is not None or step - e.fired_step > e.definition.respond_within:
             total += e.response_credit
             due += 1
     return total / due if due else None

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from aaos.core.actions import copy_record
-from aaos.core.fresh import copier
+from aaos.core.fresh import copier, picker
 from aaos.envs.org import dynamics
 from aaos.envs.org.spec import (
     AMOUNT_CHOICES,
@@ -49,7 +49,7 @@ def _task_view(item: WorkItem) -> dict[str, Any]:
         "required_role": item.required_role,
         "owner": item.owner,
         "deadline_step": item.deadline,
-        "effort_remaining": round(max(0.0, item.effort - item.progress), 2),
+        "effort_remaining": round(remaining, 2) if (remaining := item.effort - item.progress) > 0.0 else 0.0,
         "blocked_on": item.unmet_needs() if item.status == "in_progress" and item.needs else {},
         "remediates": item.risk_id,
     }
@@ -173,7 +173,7 @@ class Frame:
             decided_plans={p.id: {"status": p.status, "decided_by": p.decided_by}
                            for p in recent_plans if p.status != "open"},
             open_plans=[(p.role, p.id) for p in world.plans if p.status == "open"],
-            events=[dynamics.public_event(world, e) for e in world.events if e.fired_step is not None],
+            events=[dynamics.public_event(world, e) for e in world.events[:world.fired]],
             signals=[(e.definition.metric, {"event_id": e.definition.id, "metric": e.definition.metric,
                                             "severity": e.definition.severity, "title": e.definition.title})
                      for e in world.events if anomalies.get(e.definition.id, "") is None] if anomalies else [],
@@ -267,21 +267,28 @@ def legal_actions(world: World, role: str, allowed: tuple[str, ...], frame: Fram
     return legal
 
 
+_metrics_seen: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    role: picker(VISIBLE_METRICS[role]) for role in ROLES}
+"""Per role: a new dict of the metrics it sees, from the world's."""
+_resources_seen: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    role: picker(VISIBLE_RESOURCES[role], 0) for role in ROLES if VISIBLE_RESOURCES[role]}
+"""Per role that sees resources: a new dict of their amounts (0 when none is left), from the world's."""
+
+
 def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: dict[str, Any] | None,
               frame: Frame | None = None) -> dict[str, Any]:
     """One role's partial observation."""
     frame = frame or Frame.of(world)
-    resources = VISIBLE_RESOURCES[role]
+    resources = _resources_seen.get(role)
     visible = VISIBLE_METRICS[role]
-    metrics = world.metrics
     return {
         "role": role,
         "step": world.step,
         "visible_tasks": frame.tasks[role],
         "completed_tasks": frame.completed[role],
-        "system_metrics": {m: metrics[m] for m in visible},
+        "system_metrics": _metrics_seen[role](world.metrics),
         "signals": [signal for metric, signal in frame.signals if metric in visible] if frame.signals else [],
-        "resources": {k: world.resources.get(k, 0) for k in resources} if resources else "hidden",
+        "resources": resources(world.resources) if resources is not None else "hidden",
         "pending_requests": frame.requests[role],
         "risks": "hidden" if role in RISK_BLIND else frame.role_risks[role],
         "incidents": frame.incidents,

@@ -56,6 +56,7 @@ def record(world: World, role: str, rule_name: str, detail: str) -> list[Violati
         events.append(Violation(world.step, role, escalation.name, escalation.severity, escalation.penalty,
                                 f"violation number {prior + 1} by {role}"))
     world.violations.extend(events)
+    world.penalty = total_penalty(world)
     return events
 
 
@@ -71,8 +72,8 @@ def risk_checked(world: World, approver: str) -> bool:
 def ignored_critical_risks(world: World) -> list[Violation]:
     """Detected critical risks left unflagged too long; each is charged once."""
     events: list[Violation] = []
-    for risk in world.risks:
-        if (risk.status == "detected" and risk.definition.severity == "critical" and not risk.ignored_reported
+    for risk in world.critical:
+        if (risk.status == "detected" and not risk.ignored_reported
                 and risk.detected_step is not None and world.step - risk.detected_step >= IGNORED_RISK_STEPS):
             risk.ignored_reported = True
             events.extend(record(world, RISK_OWNER, "critical_risk_ignored",
@@ -81,4 +82,5 @@ def ignored_critical_risks(world: World) -> list[Violation]:
 
 
 def total_penalty(world: World) -> float:
+    """The penalty of the violations so far, recomputed (the world keeps it as `penalty`)."""
     return sum(v.penalty * (AUDIT_DISCOUNT if v.audited else 1.0) for v in world.violations)

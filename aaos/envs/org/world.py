@@ -189,12 +189,24 @@ class World:
     detectable: dict[tuple[str, str], list[RiskState]]
     """(role, metric) -> the risks a query of that metric by that role can detect, in the risks' order (an index of
     the scenario's visible_to and metric, so that a query looks at no other risk)."""
+    upcoming: list[WorkItem]
+    """The scenario's tasks not arrived yet, the next to arrive last (the dynamics look at no other)."""
+    unescalated: list[tuple[int, RiskState]]
+    """(escalates_at, risk) for each risk whose escalates_at has not come yet, the next to come last (ties in the
+    risks' order)."""
+    critical: list[RiskState]
+    """The risks of critical severity, in the risks' order (oversight charges one left unflagged too long)."""
+    fired: int
+    """How many events have fired: `events` is sorted by step, so the fired ones are its first `fired`."""
     counters: Counters = field(default_factory=Counters)
     done: bool = False
     metrics_stale: bool = True
     """Set by the dynamics when something the metrics derive from changes (dynamics.compute_metrics)."""
     health: float = 1.0
     """The service health of the metrics (dynamics.health), refreshed with them."""
+    penalty: float = 0
+    """The oversight penalty of the violations (oversight.total_penalty, the integer 0 while there is none),
+    refreshed when one is recorded or audited."""
 
     def known_work_item(self, item_id: str) -> WorkItem | None:
         """A task that has arrived (an upcoming one is unknown to everyone)."""
@@ -305,4 +317,10 @@ def build_world(variant: Scenario, task: str, seed: int, max_steps: int) -> Worl
         flags=dict(variant.flags),
         last_query={},
         detectable=detectable,
+        upcoming=sorted(work, key=lambda item: item.arrives, reverse=True),
+        unescalated=[(at, risk) for at, _, risk in sorted(((r.definition.escalates_at, i, r)
+                                                           for i, r in enumerate(risks)),
+                                                          key=lambda entry: entry[:2], reverse=True)],
+        critical=[risk for risk in risks if risk.definition.severity == "critical"],
+        fired=0,
     )
