@@ -3,6 +3,7 @@
     python perf/core_speed.py                     # every environment, then org's episode and memory figures
     python perf/core_speed.py --quick --env org   # fewer repeats, one environment
     python perf/core_speed.py --against ../base   # the same measures of another checkout, interleaved with these
+    python perf/core_speed.py --instructions --against ../base   # instructions per step (valgrind), both checkouts
 
 Per environment: microseconds per joint step replaying the champion's actions on the hardest task over every
 scenario (reset excluded), with the observation built (every role's view) and with observe=False, against the
@@ -17,6 +18,14 @@ the speed-up of the best repeats and the median of each alternation's own (paire
 The budgets were set on a faster day of this VM, against the code before the speed work (036f955, 90 µs and
 27.6 µs for org then): `--against` a worktree of 036f955 shows how far each environment has come on today's
 machine (2.0x and 1.73x as fast are the budgets' ratios).
+
+--instructions counts instead of timing: the machine instructions per step of the same replay, from valgrind's
+cachegrind (installed with `apt-get install valgrind`) run twice per measure: 1 + INSTRUCTION_REPEATS replays, and
+1 replay followed by INSTRUCTION_REPEATS resets alone, so that start-up, imports, the champion's own play and the
+resets cancel out (PYTHONHASHSEED is fixed, so both runs do the same work before the replay). The count does
+not move with the machine's load: two checkouts' counts compare to the instruction, where timings on this VM vary
+by ±30 % from one run to the next. It is a proxy for time (memory stalls are not counted), and a ratio of counts
+is near the ratio of the best timings.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -46,6 +56,8 @@ TARGETS = {"thousand_episodes_s": 30.0, "idle_env_bytes": 1_000_000}
 HERE = Path(__file__).resolve().parent.parent
 PAIRED = 3
 """Repeats of each checkout per alternation with --against."""
+INSTRUCTION_REPEATS = 3
+"""Extra repeats of the replay in --instructions' second run."""
 
 
 Trace = tuple[Environment, list[dict[str, Any]]]
@@ -108,6 +120,44 @@ def floor_micros(roles: tuple[str, ...], repeats: int, steps: int = 20_000) -> l
         figures.append((time.perf_counter() - start) / steps * 1e6)
         assert info["step"] == steps
     return figures
+
+
+def replay(env_id: str, observe: bool, repeats: int, resets: int) -> int:
+    """Replay the champion's traces `repeats` times, then reset each trace's environment `resets` times more
+    (--instructions' child); returns the steps of one replay."""
+    traces = champion_traces(env_id)
+    step_micros(traces, observe, repeats)
+    for env, _ in traces * resets:
+        env.reset()
+    return sum(len(actions) for _, actions in traces)
+
+
+def instructions_in(root: Path, env_id: str, observe: bool) -> float:
+    """Instructions per joint step of the replay in the checkout at `root`, resets excluded: valgrind's count of a
+    run of 1 + INSTRUCTION_REPEATS replays less that of a run of 1 replay and INSTRUCTION_REPEATS resets alone, over
+    the extra replays' steps."""
+    environment = {**os.environ, "PYTHONPATH": str(root), "PYTHONHASHSEED": "0"}
+    counts = []
+    steps = 0
+    for repeats, resets in ((1 + INSTRUCTION_REPEATS, 0), (1, INSTRUCTION_REPEATS)):
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                               sys.executable, __file__, "--child-replay", env_id, "--observe", str(int(observe)),
+                               "--repeats", str(repeats), "--resets", str(resets)],
+                              env=environment, capture_output=True, text=True, check=True, cwd=root)
+        counts.append(int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", "")))
+        steps = int(done.stdout.splitlines()[-1])
+    return (counts[0] - counts[1]) / (INSTRUCTION_REPEATS * steps)
+
+
+def report_instructions(env_id: str, against: Path | None) -> None:
+    print(f"{env_id}: instructions per step (valgrind; deterministic)")
+    for observe, label in ((True, "with every view"), (False, "observe=False")):
+        mine = instructions_in(HERE, env_id, observe)
+        text = f"  {label:<28} {mine / 1000:8.1f}k"
+        if against is not None:
+            theirs = instructions_in(against.resolve(), env_id, observe)
+            text += f"  against {theirs / 1000:8.1f}k: this checkout runs {theirs / mine:.2f}x fewer"
+        print(text)
 
 
 def measure(env_id: str, repeats: int) -> dict[str, list[float]]:
@@ -211,12 +261,24 @@ def main() -> None:
     parser.add_argument("--env", action="append", help="an environment id (repeatable; default: all)")
     parser.add_argument("--against", type=Path, help="another checkout's root, measured interleaved with this one")
     parser.add_argument("--steps-only", action="store_true", help="only the per-step figures")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per step with valgrind instead of timing (per-step figures only)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-replay", help=argparse.SUPPRESS)
+    parser.add_argument("--observe", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--resets", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     repeats = args.repeats or (3 if args.quick else 15)
     if args.child:
         print(json.dumps(measure(args.child, repeats)))
+        return
+    if args.child_replay:
+        print(replay(args.child_replay, bool(args.observe), repeats, args.resets))
+        return
+    if args.instructions:
+        for env_id in args.env or aaos.env_ids():
+            report_instructions(env_id, args.against)
         return
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
