@@ -27,9 +27,8 @@ RISK_STAGE_CREDIT: dict[str, float] = {"flagged": 0.6, "detected": 0.3}
 """Credit of a risk not yet mitigated and not escalated, by how far the organisation has got with it."""
 
 
-def timeliness(step: int, deadline: int) -> float:
-    if step <= deadline:
-        return 1.0
+def late_credit(step: int, deadline: int) -> float:
+    """The share of credit kept by work done at `step`, past its deadline (on time keeps it all)."""
     late = 1.0 - LATE_DECAY * (step - deadline)
     return late if late > LATE_FLOOR else LATE_FLOOR
 
@@ -71,13 +70,13 @@ def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
         if status == "completed" and completed_step is not None:
             done = item.quality
             if completed_step > deadline:
-                done *= timeliness(completed_step, deadline)
+                done *= late_credit(completed_step, deadline)
         else:
             progress = item.progress / item.effort
             done = 0.5 * (progress if progress < 1.0 else 1.0) * (
                 1.0 if owner == item.required_role else WRONG_ROLE_QUALITY)
             if step > deadline:
-                done *= timeliness(step, deadline)
+                done *= late_credit(step, deadline)
         credit += weight * (assignment_weight * assigned + rest * done)
         done_credit += weight * done
     if not total:
