@@ -467,7 +467,8 @@ def _scramble(value: Any) -> None:
 @pytest.mark.parametrize("env_id", aaos.env_ids())
 def test_mutating_observations_cannot_change_the_world(env_id: str) -> None:
     """Two environments play the same actions; one has every observation and info it returns torn apart as soon
-    as the actions are chosen from it: their states, rewards and infos stay identical."""
+    as the actions are chosen from it: their states, rewards, infos and the observations that follow stay
+    identical (nothing an observation hands out is kept by the environment for a later one)."""
     spec = aaos.spec(env_id)
     task = spec.tasks[-1].id
     kept, torn = aaos.make(task, env=env_id), aaos.make(task, env=env_id)
@@ -480,6 +481,7 @@ def test_mutating_observations_cannot_change_the_world(env_id: str) -> None:
         first, second = kept.step(joint), torn.step(joint)
         assert json.dumps(first.info, sort_keys=True) == json.dumps(second.info, sort_keys=True)
         assert first.reward == second.reward and kept.state() == torn.state()
+        assert json.dumps(first.observation, sort_keys=True) == json.dumps(second.observation, sort_keys=True)
         _scramble(second.info)  # the same action next step must show its payload whole again
         observation, mangled = first.observation, second.observation
         if first.done:

@@ -328,6 +328,7 @@ def _progress_work(world: World, interrupted: Collection[str]) -> None:
             item.status = "completed"
             item.completed_step = world.step
             item.quality = 1.0 if right else WRONG_ROLE_QUALITY
+            world.completed_seen = None
             risk = world.risk(item.risk_id) if item.risk_id else None
             if risk is not None:
                 risk.status = "mitigated"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from aaos.envs.org.dynamics import WRONG_ROLE_QUALITY
 from aaos.envs.org.spec import PRIORITY_WEIGHT
-from aaos.envs.org.world import World
+from aaos.envs.org.world import WorkItem, World
 
 LATE_DECAY = 0.1
 """Credit lost per step of lateness, down to LATE_FLOOR."""
@@ -33,6 +33,24 @@ def late_credit(step: int, deadline: int) -> float:
     return late if late > LATE_FLOOR else LATE_FLOOR
 
 
+def _assigned(item: WorkItem) -> float:
+    """A task's assignment credit: 1 for its required role by the deadline, 0.5 later, WRONG_OWNER_CREDIT otherwise."""
+    assigned_step = item.assigned_step
+    if item.assigned_right and assigned_step is not None:
+        return 1.0 if assigned_step <= item.deadline else 0.5
+    return WRONG_OWNER_CREDIT
+
+
+def _settled(item: WorkItem, assignment_weight: float) -> tuple[float, float, float]:
+    """A completed task's priority weight, business credit and delivered credit, each credit times the weight."""
+    weight = PRIORITY_WEIGHT[item.priority]
+    done = item.quality
+    completed_step = item.completed_step
+    if completed_step is not None and completed_step > item.deadline:
+        done *= late_credit(completed_step, item.deadline)
+    return weight, weight * (assignment_weight * _assigned(item) + (1.0 - assignment_weight) * done), weight * done
+
+
 def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
     """One pass over the arrived tasks: (business_success, delivered, hand-offs).
 
@@ -41,11 +59,13 @@ def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
     is done alone. business_success: the priority-weighted mean business credit of the arrived tasks
     (remediation is graded as risk management; a task without an owner earns nothing). delivered: the same mean
     of completion credit, the share of the arrived work actually delivered. hand-offs: the share of the arrived
-    tasks (remediation included) held by their required role."""
+    tasks (remediation included) held by their required role. A completed task's credits are computed once
+    (world.settled_work; `assignment_weight` is the world's task's throughout an episode)."""
     total = credit = done_credit = 0.0
     known = right = 0
     step = world.step
     rest = 1.0 - assignment_weight
+    settled = world.settled_work
     for item in world.work:
         status = item.status
         if status == "upcoming":
@@ -55,29 +75,26 @@ def work(world: World, assignment_weight: float) -> tuple[float, float, float]:
             right += 1
         if item.risk_id is not None:
             continue
+        if status == "completed":
+            terms = settled.get(item.id)
+            if terms is None:
+                terms = settled[item.id] = _settled(item, assignment_weight)
+            weight, item_credit, item_done = terms
+            total += weight
+            credit += item_credit
+            done_credit += item_done
+            continue
         weight = PRIORITY_WEIGHT[item.priority]
         total += weight
         owner = item.owner
         if owner is None:
             continue
-        deadline = item.deadline
-        assigned_step = item.assigned_step
-        if item.assigned_right and assigned_step is not None:
-            assigned = 1.0 if assigned_step <= deadline else 0.5
-        else:
-            assigned = WRONG_OWNER_CREDIT
-        completed_step = item.completed_step
-        if status == "completed" and completed_step is not None:
-            done = item.quality
-            if completed_step > deadline:
-                done *= late_credit(completed_step, deadline)
-        else:
-            progress = item.progress / item.effort
-            done = 0.5 * (progress if progress < 1.0 else 1.0) * (
-                1.0 if owner == item.required_role else WRONG_ROLE_QUALITY)
-            if step > deadline:
-                done *= late_credit(step, deadline)
-        credit += weight * (assignment_weight * assigned + rest * done)
+        progress = item.progress / item.effort
+        done = 0.5 * (progress if progress < 1.0 else 1.0) * (
+            1.0 if owner == item.required_role else WRONG_ROLE_QUALITY)
+        if step > item.deadline:
+            done *= late_credit(step, item.deadline)
+        credit += weight * (assignment_weight * _assigned(item) + rest * done)
         done_credit += weight * done
     if not total:
         return 0.0, 0.0, right / known if known else 0.0

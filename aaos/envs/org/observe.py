@@ -90,6 +90,17 @@ _by_role_map: Callable[[], dict[str, dict[str, Any]]] = copier({role: {} for rol
 """A new dict of an empty dict per role."""
 
 
+def _completed_seen(world: World) -> dict[str, dict[str, float]]:
+    """Per role, the completed tasks it sees (those that see all work, the required role, the owner): id -> quality,
+    in the tasks' order."""
+    completed: dict[str, dict[str, float]] = _by_role_map()
+    for item in world.work:
+        if item.status == "completed":
+            for role in _task_seers(item.required_role, item.owner):
+                completed[role][item.id] = item.quality
+    return completed
+
+
 @dataclass(slots=True)
 class Frame:
     """What the roles' views draw on, gathered in one pass over the world per observation. Each per-role list is
@@ -124,18 +135,16 @@ class Frame:
     @classmethod
     def of(cls, world: World) -> Frame:
         tasks = _by_role()
-        completed: dict[str, dict[str, float]] = _by_role_map()
         for item in world.work:
-            if item.status == "upcoming":
-                continue
-            seers = _task_seers(item.required_role, item.owner)
-            if item.status == "completed":
-                for role in seers:
-                    completed[role][item.id] = item.quality
+            status = item.status
+            if status == "upcoming" or status == "completed":
                 continue
             view = _task_view(item)
-            for role in seers:
+            for role in _task_seers(item.required_role, item.owner):
                 tasks[role].append(view)
+        completed_seen = world.completed_seen
+        if completed_seen is None:
+            completed_seen = world.completed_seen = _completed_seen(world)
         risks = []
         role_risks = _by_role()
         for risk in world.risks:
@@ -163,7 +172,7 @@ class Frame:
         recent_plans = world.plans[-RECENT:]
         return cls(
             tasks=tasks,
-            completed=completed,
+            completed={role: dict(seen) for role, seen in completed_seen.items()},
             risks=risks,
             role_risks=role_risks,
             incidents=incidents,

@@ -207,6 +207,12 @@ class World:
     penalty: float = 0
     """The oversight penalty of the violations (oversight.total_penalty, the integer 0 while there is none),
     refreshed when one is recorded or audited."""
+    completed_seen: dict[str, dict[str, float]] | None = None
+    """Per role, the completed tasks it sees (id -> quality, in the tasks' order), as the views show them: built by
+    observe when needed and dropped (None) by the dynamics when another task completes."""
+    settled_work: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    """Per completed task, by id: its priority weight and its weighted business and delivered credit (graders.work),
+    kept once graded: a completed task no longer changes."""
 
     def known_work_item(self, item_id: str) -> WorkItem | None:
         """A task that has arrived (an upcoming one is unknown to everyone)."""
