@@ -125,6 +125,12 @@ class Frame:
     open_plans: list[tuple[str, str]]
     """Each open plan: its author and its id."""
     events: list[dict[str, Any]]
+    waiting_events: list[str]
+    """The fired events not yet responded to, by id."""
+    pending_tasks: list[str]
+    """The arrived tasks without an owner, by id."""
+    unflagged_risks: list[str]
+    """The detected risks not yet flagged, by id."""
     signals: list[tuple[str, dict[str, Any]]]
     """Each unreported anomaly: its metric and the signal shown to the roles that see the metric."""
     requests: dict[str, list[dict[str, Any]]]
@@ -135,10 +141,13 @@ class Frame:
     @classmethod
     def of(cls, world: World) -> Frame:
         tasks = _by_role()
+        pending_tasks = []
         for item in world.work:
             status = item.status
             if status == "upcoming" or status == "completed":
                 continue
+            if status == "pending":
+                pending_tasks.append(item.id)
             view = _task_view(item)
             for role in _task_seers(item.required_role, item.owner):
                 tasks[role].append(view)
@@ -147,8 +156,12 @@ class Frame:
             completed_seen = world.completed_seen = _completed_seen(world)
         risks = []
         role_risks = _by_role()
+        unflagged_risks = []
         for risk in world.risks:
-            if risk.known and risk.status != "mitigated":
+            status = risk.status
+            if risk.known and status != "mitigated":
+                if status == "detected" and risk.flagged_step is None:
+                    unflagged_risks.append(risk.id)
                 view = _risk_view(risk)
                 risks.append(view)
                 for role in _risk_seers(risk):
@@ -168,6 +181,12 @@ class Frame:
                         "step": r.step}
                 for role in {r.role, *SEES_ALL_REQUESTS}:
                     requests[role].append(view)
+        events = []
+        waiting_events = []
+        for event in world.events[:world.fired]:
+            events.append(dynamics.public_event(world, event))
+            if event.responded_step is None:
+                waiting_events.append(event.definition.id)
         anomalies = world.anomalies
         recent_plans = world.plans[-RECENT:]
         return cls(
@@ -182,7 +201,10 @@ class Frame:
             decided_plans={p.id: {"status": p.status, "decided_by": p.decided_by}
                            for p in recent_plans if p.status != "open"},
             open_plans=[(p.role, p.id) for p in world.plans if p.status == "open"],
-            events=[dynamics.public_event(world, e) for e in world.events[:world.fired]],
+            events=events,
+            waiting_events=waiting_events,
+            pending_tasks=pending_tasks,
+            unflagged_risks=unflagged_risks,
             signals=[(e.definition.metric, {"event_id": e.definition.id, "metric": e.definition.metric,
                                             "severity": e.definition.severity, "title": e.definition.title})
                      for e in world.events if anomalies.get(e.definition.id, "") is None] if anomalies else [],
@@ -312,20 +334,17 @@ def role_view(world: World, role: str, allowed: tuple[str, ...], last_result: di
     }
 
 
-def hints(world: World, task_hint: str, frame: Frame) -> list[str]:
+def hints(task_hint: str, frame: Frame) -> list[str]:
     """The task's goal plus short reminders about what the whole organisation can see."""
     notes = [task_hint]
     if frame.resolvable:
         notes.append(f"Open incidents: {', '.join(incident_id for _, incident_id in frame.resolvable)}.")
-    unflagged = [r.id for r in world.risks if r.status == "detected" and r.flagged_step is None]
-    if unflagged:
-        notes.append(f"Detected risks not yet flagged: {', '.join(unflagged)}.")
-    pending = [w.id for w in world.work if w.status == "pending"]
-    if pending:
-        notes.append(f"Tasks waiting for an owner: {', '.join(pending)}.")
-    waiting = [e.definition.id for e in world.events if e.fired_step is not None and e.responded_step is None]
-    if waiting:
-        notes.append(f"Events waiting for a response: {', '.join(waiting)}.")
+    if frame.unflagged_risks:
+        notes.append(f"Detected risks not yet flagged: {', '.join(frame.unflagged_risks)}.")
+    if frame.pending_tasks:
+        notes.append(f"Tasks waiting for an owner: {', '.join(frame.pending_tasks)}.")
+    if frame.waiting_events:
+        notes.append(f"Events waiting for a response: {', '.join(frame.waiting_events)}.")
     return notes
 
 
@@ -361,7 +380,7 @@ def observation(
         "active_incidents": frame.incidents,
         "scenario_events": frame.events,
         "partial_scores": {k: (round(v, 4) if v is not None else None) for k, v in partial_scores.items()},
-        "hints": hints(world, task_hint, frame),
+        "hints": hints(task_hint, frame),
         "degraded": degraded(world),
         "done": world.done,
     }
