@@ -109,7 +109,7 @@ class Frame:
     tasks: dict[str, list[dict[str, Any]]]
     """Per role: the views of the known, uncompleted tasks it sees."""
     completed: dict[str, dict[str, float]]
-    """Per role: the completed tasks it sees, id -> the quality delivered."""
+    """Per role: the completed tasks it sees, id -> the quality delivered (copies of World.completed_seen)."""
     risks: list[dict[str, Any]]
     """The views of the known, unmitigated risks."""
     role_risks: dict[str, list[dict[str, Any]]]
