@@ -115,7 +115,7 @@ def floor_micros(roles: tuple[str, ...], repeats: int, steps: int = 20_000) -> l
             records = {role: result_record(step, role, joint[role]["action_type"], {}, "applied", "no-op")
                        for role in roles}
             delivery = ledger.deliver(step, 0.5, step == steps)
-            info = {"score": 0.5, "step": step, "reward_breakdown": delivery.breakdown({}, 0.0),
+            info = {"score": 0.5, "step": step, "reward_breakdown": delivery.breakdown({}, {}, 0.0, step == steps),
                     "action_results": records, "oversight_events": [], "scenario_events": [], "errors": []}
         figures.append((time.perf_counter() - start) / steps * 1e6)
         assert info["step"] == steps

@@ -7,6 +7,7 @@ from helpers import play
 from hypothesis import given
 from hypothesis import strategies as st
 
+import aaos
 from aaos.core.reward import DELAYED_SHARE, IMMEDIATE_SHARE, RELEASE_EVERY, RewardLedger, composite
 from aaos.envs.org.spec import REWARD_WEIGHTS
 
@@ -133,3 +134,42 @@ def test_composite_is_in_unit_range_and_monotone_in_penalty(comps: dict[str, flo
     assert 0.0 <= value <= 1.0
     assert composite(comps, REWARD_WEIGHTS, penalty + 0.1) <= value
     assert composite(comps, REWARD_WEIGHTS, 0.0) >= value
+
+
+HIDDEN_GRADE_CASES = [("org", "full_episode", "silent_data_drift", 0, "heuristic"),
+                      ("org", "crisis_management", "product_launch_failure", 10_000, "heuristic"),
+                      ("chief_of_staff", "crunch_month", "series_b_startup", 10_000, "heuristic"),
+                      ("inbox", "medium", "saas_helpdesk", 0, "heuristic")]
+
+
+@pytest.mark.parametrize(("env_id", "task", "scenario", "seed", "policy"), HIDDEN_GRADE_CASES)
+def test_the_info_shows_the_public_grade_until_the_end(env_id: str, task: str, scenario: str, seed: int,
+                                                      policy: str) -> None:
+    """Before the last step, info.reward_breakdown.components are the observation's partial_scores (what the
+    agents can grade), however the true grade differs; on the last step they are the true grade."""
+    env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+    agent = aaos.policies.make(policy, seed=seed, env=env_id)
+    observation = env.reset()
+    hidden_steps = 0
+    while True:
+        result = env.step(agent.act(observation))
+        shown, graded = result.info["reward_breakdown"]["components"], env.state()["components"]
+        if result.done:
+            assert shown == graded
+            break
+        observation = result.observation
+        public = observation["partial_scores"]
+        assert shown.keys() == public.keys()
+        for name, value in shown.items():  # org rounds partial_scores to 4 places
+            assert value == (None if public[name] is None else pytest.approx(public[name], abs=5e-5)), name
+        hidden_steps += shown != graded
+    assert hidden_steps > 0 or env_id == "inbox"  # the inbox grades only closed emails: nothing of it is hidden
+
+
+def test_one_no_op_shows_no_hidden_chief_of_staff_component() -> None:
+    """The audit's reproduction: relationships and alignment are hidden from the chief of staff's view."""
+    env = aaos.make("crunch_month", scenario="series_b_startup", seed=10_000, env="chief_of_staff")
+    env.reset()
+    shown = env.step({"chief_of_staff": {"action_type": "no_op", "payload": {}}}).info["reward_breakdown"]["components"]
+    assert shown["relationships"] is None and shown["alignment"] is None
+    assert env.state()["components"]["relationships"] is not None

@@ -175,7 +175,7 @@ class ToyEnv(Environment):
         delivery = self.ledger.deliver(self.step_count, score, self.done)
         info = {
             "score": score, "step": self.step_count,
-            "reward_breakdown": delivery.breakdown(self.components, self.penalty),
+            "reward_breakdown": delivery.breakdown(self.components, self.components, self.penalty, self.done),
             "action_results": records, "oversight_events": violations, "scenario_events": [],
             "errors": parsed.errors,
         }

@@ -24,6 +24,8 @@ class RewardBreakdown(TypedDict):
     """How the step's reward was made (aaos.core.reward)."""
 
     components: dict[str, float | None]  # every reward component of the spec: a grade in [0, 1], None if ungraded
+    # (or hidden): the public grade (the observation's partial_scores) until the episode ends, the true grade on its
+    # last step (aaos.core.reward, "What a step's info shows")
     penalty: float  # the oversight penalty P >= 0 (the composite is base / (1 + P))
     increment: float  # the score's change this step
     immediate: float  # the share of the increment paid at once

@@ -8,6 +8,13 @@ d_t = S_t - S_{t-1}. The agent receives IMMEDIATE_SHARE * d_t at once; DELAYED_S
 the held increments are paid out, summed, every RELEASE_EVERY steps and on the last step. So the
 undiscounted return of any episode equals its final score, whatever its length; a single reward may be
 negative (the score fell), the score never is.
+
+What a step's info shows of the grade (one rule for every environment, `Delivery.breakdown`): until the episode
+ends, the components in info.reward_breakdown are the public grade, the one the observation's partial_scores show
+(what the agents could grade from what they have seen); on the last step they are the true grade. The reward and
+info.score follow the true composite throughout (the reward may depend on hidden state: it is the reward), and
+each can be computed from the other and the public formula above, so neither says more than the reward does; the
+components never say more than the observation.
 """
 
 from __future__ import annotations
@@ -51,9 +58,12 @@ class Delivery:
     def reward(self) -> float:
         return self.immediate + self.delayed
 
-    def breakdown(self, components: Mapping[str, float | None], penalty: float) -> dict[str, Any]:
-        """The step info's reward_breakdown (aaos.core.info.RewardBreakdown) for this delivery."""
-        return {"components": dict(components), "penalty": penalty, "increment": self.increment,
+    def breakdown(self, graded: Mapping[str, float | None], public: Mapping[str, float | None], penalty: float,
+                  done: bool) -> dict[str, Any]:
+        """The step info's reward_breakdown (aaos.core.info.RewardBreakdown) for this delivery: `graded` the true
+        components, `public` the grade the observation shows (partial_scores); the components shown are `public`
+        until the episode is `done`, then `graded` (the module docstring)."""
+        return {"components": dict(graded if done else public), "penalty": penalty, "increment": self.increment,
                 "immediate": self.immediate, "delayed": self.delayed, "released": self.released}
 
 

@@ -10,7 +10,7 @@ from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec
 from aaos.envs.chief_of_staff import observe
 from aaos.envs.chief_of_staff import world as dynamics
-from aaos.envs.chief_of_staff.graders import grade
+from aaos.envs.chief_of_staff.graders import grade, public_grade
 from aaos.envs.chief_of_staff.scenario import builtin_scenarios, draw_plan, resolve_scenario
 from aaos.envs.chief_of_staff.spec import ACTIONS, REWARD_COMPONENTS, REWARD_WEIGHTS, ROLE, ROLES, TASKS, TASKS_BY_ID
 from aaos.envs.chief_of_staff.world import World, build_world
@@ -120,9 +120,8 @@ class ChiefOfStaffEnv(Environment):
         info = {
             "score": self._score,
             "step": world.step,
-            "reward_breakdown": {"components": dict(self._components), "penalty": world.penalty,
-                                 "increment": delivery.increment, "immediate": delivery.immediate,
-                                 "delayed": delivery.delayed, "released": delivery.released},
+            "reward_breakdown": delivery.breakdown(self._components, public_grade(self._components), world.penalty,
+                                                   world.done),
             "action_results": {ROLE: record},
             "oversight_events": [dict(e) for e in events],  # the world keeps these events: the info gets copies
             "scenario_events": [dict(e) for e in fired],

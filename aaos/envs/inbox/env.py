@@ -200,7 +200,8 @@ class InboxEnv(Environment):
         info = {
             "score": self.score,
             "step": self.step_count,
-            "reward_breakdown": delivery.breakdown(self.components, self.penalty),
+            # the grade reads only closed emails, whose labels are final: all of it is public (partial_scores)
+            "reward_breakdown": delivery.breakdown(self.components, self.components, self.penalty, self._done),
             "action_results": {ROLE: record},
             "oversight_events": [dict(v) for v in self.violations[violations_before:]],
             "scenario_events": [dict(e) for e in fired],

@@ -175,7 +175,7 @@ class OrgEnv(Environment):
         info = {
             "score": self._score,
             "step": world.step,
-            "reward_breakdown": delivery.breakdown(self._components, penalty),
+            "reward_breakdown": delivery.breakdown(self._components, self._public, penalty, world.done),
             "action_results": records,
             "oversight_events": [v.to_dict() for v in world.violations[violations_before:]]
             if len(world.violations) > violations_before else [],
