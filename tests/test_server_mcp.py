@@ -1,5 +1,7 @@
 """The /mcp routes against a real server on loopback: arguments a tool refuses are JSON-RPC -32602 (invalid
-params) naming the argument and change nothing; MCP sessions have their own pool."""
+params) naming the argument and change nothing; MCP sessions have their own pool; the streamable HTTP lifecycle a
+standard MCP client goes through (initialize, Mcp-Session-Id, notifications, ping, DELETE); openenv's MCP calls as
+WS /ws steps. tests/test_server_mcp_clients.py plays whole episodes with the real clients."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from mcp.types import LATEST_PROTOCOL_VERSION
 from websockets.sync.client import connect
 
 from aaos.server.app import create_app
@@ -19,9 +23,19 @@ INVALID_PARAMS = -32602
 
 
 @pytest.fixture(scope="module")
-def http() -> Iterator[httpx.Client]:
-    with BackgroundServer(create_app(SessionConfig(max_sessions=16, max_per_client=16))) as server, \
-            httpx.Client(base_url=server.url, timeout=30) as client:
+def app() -> FastAPI:
+    return create_app(SessionConfig(max_sessions=16, max_per_client=16))
+
+
+@pytest.fixture(scope="module")
+def server(app: FastAPI) -> Iterator[BackgroundServer]:
+    with BackgroundServer(app) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def http(server: BackgroundServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         yield client
 
 
@@ -29,6 +43,14 @@ def rpc(http: httpx.Client, method: str, params: dict[str, Any]) -> dict[str, An
     response = http.post("/mcp", json={"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
     assert response.status_code == 200
     return response.json()
+
+
+CLIENT_INFO = {"capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}
+
+
+def initialize(http: httpx.Client, version: str = "2025-06-18") -> httpx.Response:
+    return http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                   "params": {"protocolVersion": version, **CLIENT_INFO}})
 
 
 @pytest.fixture
@@ -93,7 +115,8 @@ def test_the_tools_answer_as_lean_as_asked(http: httpx.Client, session: str) -> 
     (b"{nope", -32700),
     (b'{"jsonrpc": "1.0", "method": "tools/list"}', -32600),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}', -32600),
-    (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"}', -32601),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe"}', -32601),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"}', INVALID_PARAMS),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"session_id": "gone"}}', INVALID_PARAMS),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "openenv/session/close", "params": {}}', INVALID_PARAMS),
 ])
@@ -109,6 +132,8 @@ def test_mcp_sessions_have_a_pool_of_their_own() -> None:
         full = rpc(http, "openenv/session/create", {})["error"]
         assert full["code"] == -32000 and "2 sessions" in full["message"] and full["data"]["retry_after"] >= 1
         assert "openenv/session/close" in full["message"] and "POST /close" not in full["message"]  # its own remedy
+        refused = initialize(http)
+        assert refused.json()["error"]["code"] == -32000 and "mcp-session-id" not in refused.headers
         assert http.post("/reset", json={}).status_code == 200  # HTTP sessions are not locked out
         ws_url = server.url.replace("http://", "ws://") + "/mcp"
         with connect(ws_url) as refused:  # nor is anything else: but the MCP pool is full
@@ -153,3 +178,94 @@ def test_a_finished_episode_and_an_expired_websocket_session_say_so() -> None:
         gone = json.loads(socket.recv(timeout=30))["error"]
         assert gone["code"] == -32000 and "expired or was evicted" in gone["message"]
         assert call("new_episode")["error"]["code"] == INVALID_PARAMS  # the HTTP MCP session expired too
+
+
+def test_a_standard_client_s_session_lives_from_initialize_to_delete(app: FastAPI, http: httpx.Client) -> None:
+    opened = initialize(http)
+    result, session_id = opened.json()["result"], opened.headers["mcp-session-id"]
+    assert result["protocolVersion"] == "2025-06-18" and result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["serverInfo"]["name"] == "aaos" and "joint_action" in result["instructions"]
+    assert app.state.mcp_sessions.get(session_id).id == session_id  # a session of the MCP pool
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
+
+    def post(message: dict[str, Any]) -> httpx.Response:
+        return http.post("/mcp", json={"jsonrpc": "2.0", **message}, headers=headers)
+
+    def call(name: str, **arguments: Any) -> dict[str, Any]:
+        return post({"id": 9, "method": "tools/call", "params": {"name": name, "arguments": arguments}}).json()
+
+    initialized = post({"method": "notifications/initialized"})
+    assert initialized.status_code == 202 and initialized.content == b""
+    assert post({"id": 2, "method": "ping"}).json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert post({"id": 3, "method": "resources/list"}).json()["result"] == {"resources": []}
+    tools = post({"id": 4, "method": "tools/list"}).json()["result"]["tools"]
+    assert {"name", "inputSchema", "outputSchema"} <= set(tools[0]) and tools[-1]["name"] == "new_episode"
+    first = call("new_episode", task="org_simulation", seed=2)["result"]
+    assert first["isError"] is False and json.loads(first["content"][0]["text"]) == first["structuredContent"]["result"]
+    assert first["structuredContent"]["result"]["step_count"] == 0
+    refused = call("query_metrics", role="engineer", metric="mood")["error"]
+    assert refused["code"] == INVALID_PARAMS and "payload.metric" in refused["message"]
+    stepped = call("query_metrics", role="engineer", metric="latency")["result"]["structuredContent"]
+    assert stepped["view"]["step"] == 1  # the refused call took no step: the session's episode went on
+
+    assert http.delete("/mcp", headers=headers).status_code == 204
+    assert http.delete("/mcp", headers=headers).status_code == 404
+    gone = post({"id": 5, "method": "ping"})
+    assert gone.status_code == 404 and "initialize a new one" in gone.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("asked", "answered"), [("2025-03-26", "2025-03-26"), ("1999-01-01", LATEST_PROTOCOL_VERSION)])
+def test_initialize_answers_the_client_s_version_or_the_latest(http: httpx.Client, asked: str, answered: str) -> None:
+    opened = initialize(http, asked)
+    assert opened.json()["result"]["protocolVersion"] == answered
+    http.delete("/mcp", headers={"mcp-session-id": opened.headers["mcp-session-id"]})
+
+
+def test_a_bad_lifecycle_request_is_refused_and_opens_nothing(app: FastAPI, http: httpx.Client) -> None:
+    before = len(app.state.mcp_sessions)
+    bad = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": CLIENT_INFO})
+    assert bad.json()["error"]["code"] == INVALID_PARAMS and "protocolVersion" in bad.json()["error"]["message"]
+    assert "mcp-session-id" not in bad.headers and len(app.state.mcp_sessions) == before
+    version = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                        headers={"mcp-protocol-version": "1999-01-01"})
+    assert version.status_code == 400 and "2025-06-18" in version.json()["error"]["message"]
+    assert http.delete("/mcp").status_code == 400
+    assert http.get("/mcp").status_code == 405  # no server-to-client stream: a client reads each POST's answer
+
+
+def test_a_websocket_answers_no_notification() -> None:
+    with BackgroundServer(create_app()) as server, connect(server.url.replace("http://", "ws://") + "/mcp") as socket:
+        socket.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        socket.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        assert json.loads(socket.recv(timeout=30)) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_openenv_tool_calls_as_websocket_steps_say_what_is_wrong_and_change_nothing(server: BackgroundServer) -> None:
+    with connect(server.url.replace("http://", "ws://") + "/ws") as socket:
+        def send(message: dict[str, Any]) -> dict[str, Any]:
+            socket.send(json.dumps(message))
+            return json.loads(socket.recv(timeout=30))
+
+        def tool(data: dict[str, Any]) -> dict[str, Any]:
+            return send({"type": "step", "data": data})["data"]
+
+        send({"type": "reset", "data": {"task": "org_simulation", "seed": 0}})
+        listed = tool({"type": "list_tools"})["observation"]["tools"]
+        assert {"name", "description", "input_schema"} == set(listed[0]) and listed[-1]["name"] == "new_episode"
+        for data, kind, words in [
+            ({"type": "call_tool", "tool_name": "query_metrics", "arguments": {"role": "engineer", "metric": "mood"}},
+             "invalid_args", "payload.metric"),
+            ({"type": "call_tool", "tool_name": "fly"}, "tool_not_found", "unknown tool 'fly'"),
+            ({"type": "call_tool", "arguments": {}}, "invalid_args", "tool_name: Field required"),
+        ]:
+            refused = tool(data)
+            assert refused["observation"]["error"]["error_type"] == kind and refused["reward"] is None
+            assert words in refused["observation"]["error"]["message"]
+        called = tool({"type": "call_tool", "tool_name": "query_metrics",
+                       "arguments": {"role": "engineer", "metric": "latency"}})
+        value = called["observation"]["result"]["data"]
+        assert value["view"]["step"] == 1 and (called["reward"], called["done"]) == (value["reward"], value["done"])
+        role_named_type = send({"type": "step", "data": {"type": {"action_type": "no_op", "payload": {}}}})
+        assert role_named_type["type"] == "error" and "internal" not in role_named_type["data"]["message"]
+        joint = send({"type": "step", "data": {"engineer": {"action_type": "no_op", "payload": {}}}})
+        assert joint["data"]["observation"]["step_count"] == 2  # joint actions still step as before

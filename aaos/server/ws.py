@@ -8,6 +8,8 @@ our `AAOSEnv` work unchanged:
     {"type": "reset", "data": {env, task, scenario,      {"type": "observation", "data": {"observation": {...,
                                seed, episode_id}}          "info": {...}}, "reward": ..., "done": ...}}
     {"type": "step", "data": joint action}               the same
+    {"type": "step", "data": {"type": "call_tool",       the same, as openenv serialises a CallToolObservation
+              "tool_name", "arguments"}} (or list_tools)   (or ListToolsObservation): aaos.server.mcp_routes
     {"type": "state"}                                    {"type": "state", "data": the full state}
     {"type": "mcp", "data": JSON-RPC request}            {"type": "mcp", "data": JSON-RPC response}
     {"type": "close"}                                    the server closes the connection
@@ -49,7 +51,7 @@ import aaos
 from aaos.core.env import Observation
 from aaos.core.spec import EnvSpec
 from aaos.server.environment import AAOSEnvironment
-from aaos.server.mcp_routes import McpRoutes
+from aaos.server.mcp_routes import McpRoutes, is_tool_step
 from aaos.server.models import (
     MAX_JSON_DEPTH,
     InvalidAction,
@@ -196,6 +198,8 @@ class Connection:
             if kind == "mcp":
                 return encode("mcp", await self.mcp.answer(request.get("data"), self.client, self.session))
             data = _object_data(request, required=kind == "step")
+            if kind == "step" and is_tool_step(data):  # openenv's MCPToolClient, default mode
+                return encode("observation", await self.mcp.tool_step(data, self.client, self.session))
             lean_fields = {key: request[key] for key in ("roles", "observe") if key in request}
             return encode("observation", self.reset(data, lean_fields) if kind == "reset"
                           else self.step(data, lean_fields))
