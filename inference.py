@@ -52,12 +52,12 @@ from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.agents.base import Policy
 from aaos.agents.llm import CallStats, LLMConfig, fallbacks, fix_hint, not_credited, stats_delta
-from aaos.bench.policies import PolicySpec, baseline, build_policy
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.env import Environment, JointAction, StepResult
+from aaos.core.policy import Policy
 from aaos.core.spec import EnvSpec
+from aaos.policies import PolicySpec, baseline, build_policy
 
 ALL_TASKS = "all"
 

@@ -32,12 +32,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from aaos import policies
-from aaos.agents.base import Policy
 from aaos.bench.stats import bootstrap_ci
 from aaos.core.actions import parse_joint_action
 from aaos.core.env import Environment, Observation, seen_by
 from aaos.core.info import info_problems, observation_problems
 from aaos.core.kit import EnvKit
+from aaos.core.policy import Policy
 from aaos.core.seeding import rng, split_seeds
 from aaos.core.spec import EnvSpec
 from aaos.core.trajectory import state_hash

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fake_openai import serve_in_subprocess
 
 from aaos.agents.llm import LLMConfig
-from aaos.bench.policies import PolicySpec
 from aaos.bench.runner import Job, run
+from aaos.policies import PolicySpec
 
 TARGET_RATIO = 1.25
 

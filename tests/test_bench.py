@@ -86,7 +86,7 @@ def test_a_model_row_of_mostly_fallbacks_is_unranked_and_never_promoted(tmp_path
     assert [(r["policy"], r["unranked"]) for r in ranked] == [("heuristic", None), ("llm:half", None),
                                                               ("llm:dead", reason)]  # after every ranked row
     assert reason in (tmp_path / "leaderboard.md").read_text()
-    assert "llm:dead (unranked: mostly fallbacks)" in (tmp_path / "leaderboard.html").read_text()
+    assert "llm:dead (unranked)" in (tmp_path / "leaderboard.html").read_text()
 
 
 def test_reports_are_written(tmp_path: Path) -> None:
@@ -125,8 +125,8 @@ def test_rows_of_different_versions_are_never_pooled_nor_gated_together(tmp_path
 
 def test_a_resumed_run_plays_again_the_episodes_recorded_under_other_versions(tmp_path: Path) -> None:
     import aaos
-    from aaos.bench.policies import baseline
     from aaos.bench.runner import run
+    from aaos.policies import baseline
 
     spec = aaos.spec()
     jobs = plan_jobs(["noop"], ["org_simulation"], ["product_launch_failure"], 1, ("train",))
@@ -138,6 +138,24 @@ def test_a_resumed_run_plays_again_the_episodes_recorded_under_other_versions(tm
     [again] = run(jobs, {"noop": baseline("noop")}, out)
     assert again["reward_version"] == spec.reward_version
     assert [r["reward_version"] for r in read_records(out)] == ["stale", spec.reward_version]
+
+
+def test_a_policy_reading_hidden_state_is_played_but_never_ranked_nor_promoted(tmp_path: Path) -> None:
+    from aaos.bench.runner import run
+    from aaos.bench.stats import READS_HIDDEN_STATE
+    from aaos.policies import baseline
+
+    jobs = plan_jobs(["oracle", "heuristic"], ["org_simulation"], ["product_launch_failure"], 1, ("holdout",))
+    records = run(jobs, {name: baseline(name) for name in ("oracle", "heuristic")}, tmp_path / "results.jsonl")
+    assert [(r["policy"], r["reads_hidden_state"]) for r in records] == [("oracle", True), ("heuristic", False)]
+    rows = summarise(records)
+    assert {r["policy"]: r["unranked"] for r in rows} == {"oracle": READS_HIDDEN_STATE, "heuristic": None}
+    oracle = next(r for r in rows if r["policy"] == "oracle")
+    rows.append({**oracle, "policy": "oracle-best", "mean_score": 1.0})  # a perfect score does not rank it either
+    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    assert [r["policy"] for r in ranked] == ["heuristic", "oracle-best", "oracle"]  # unranked after every ranked row
+    verdict = gate(rows, "oracle")
+    assert verdict.verdict == "NO_PROMOTE" and verdict.reasons[0] == f"oracle is unranked: {READS_HIDDEN_STATE}"
 
 
 def test_plan_jobs_keeps_holdout_scenarios_out_of_train() -> None:
@@ -182,8 +200,8 @@ def _scenarios() -> list[str]:
 
 
 def test_benchmark_trajectories_replay_exactly(tmp_path: Path) -> None:
-    from aaos.bench.policies import baseline
     from aaos.bench.runner import run
+    from aaos.policies import baseline
     from aaos.training.episodes import read_episodes
     from aaos.training.replay import check
 

@@ -20,10 +20,10 @@ from fake_hub import FakeHub, serve
 from fake_openai import free_port
 
 from aaos.bench.hub import HubPushError, PushedRun, check_push_target, push_results, run_id_of
-from aaos.bench.policies import baseline
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, run
 from aaos.bench.stats import summarise
+from aaos.policies import baseline
 
 TOKEN = "hf_" + "Hb4k" * 8  # looks like a real token; must reach the fake Hub's auth header only
 REPO = "alice/aaos-bench"

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import pytest
 from fake_openai import Script, free_port, serve
 
-from aaos.bench.policies import PolicySpec, baseline
 from aaos.bench.ray_backend import run_jobs_on_ray
 from aaos.bench.runner import Job, plan_jobs, read_records, run, run_jobs
 from aaos.cli import main
+from aaos.policies import PolicySpec, baseline
 
 SPECS: dict[str, PolicySpec] = {"heuristic": baseline("heuristic"), "random": baseline("random")}
 HEAD_START_S = 60

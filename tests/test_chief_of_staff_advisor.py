@@ -11,8 +11,8 @@ import pytest
 import aaos
 from aaos.agents import advisor as advisor_module
 from aaos.agents.advisor import GuardedAdvisor, new_violations
-from aaos.agents.base import Action, Policy, action
 from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.policy import Action, Policy, action
 from aaos.envs.chief_of_staff.champion import CosChampion
 from aaos.envs.chief_of_staff.oracle import CosOracle
 

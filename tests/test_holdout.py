@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 import aaos
-from aaos.bench.policies import baseline
 from aaos.bench.runner import Ledger, plan_jobs, read_records, run
 from aaos.cli import main
 from aaos.core.seeding import HOLDOUT_SALT_ENV, HOLDOUT_SEED_START, salt_fingerprint, split_seeds
+from aaos.policies import baseline
 
 SCENARIOS = [s["id"] for s in aaos.list_scenarios()]
 TRAIN_SCENARIOS = [s["id"] for s in aaos.list_scenarios("train")]

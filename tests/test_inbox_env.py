@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import aaos
-from aaos.agents.base import action
 from aaos.core.info import info_problems, observation_problems
+from aaos.core.policy import action
 from aaos.core.seeding import HOLDOUT_SALT_ENV
 from aaos.envs.inbox.env import InboxEnv
 from aaos.envs.inbox.guardrails import guardrail

@@ -13,12 +13,12 @@ from fake_openai import Script, free_port, serve
 
 import aaos
 from aaos.agents.advisor import GuardedAdvisor, guardrail_breach
-from aaos.agents.base import Action, Policy, action
 from aaos.agents.llm import LLMConfig, LLMPolicy
-from aaos.bench.policies import PolicySpec, baseline
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, run
 from aaos.bench.stats import summarise
+from aaos.core.policy import Action, Policy, action
+from aaos.policies import PolicySpec, baseline
 
 TOKEN = "hf_" + "q7Zt" * 8  # looks like a real token; must never be written anywhere
 

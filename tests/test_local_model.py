@@ -19,7 +19,7 @@ import aaos
 from aaos.agents import local_model
 from aaos.agents.llm import LLMPolicy
 from aaos.agents.local_model import MODEL_NAME, missing, shared_server
-from aaos.bench.policies import LOCAL_UNTRAINED
+from aaos.policies import LOCAL_UNTRAINED
 from aaos.ui import benchmark
 
 MAX_STEPS = next(t["max_steps"] for t in aaos.list_tasks() if t["id"] == "org_simulation")

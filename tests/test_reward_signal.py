@@ -35,8 +35,8 @@ from typing import Any
 import pytest
 
 import aaos
-from aaos.agents.base import Action, action
 from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.policy import Action, action
 from aaos.core.trajectory import EpisodeMeta, state_hash
 from aaos.training import DEFAULT_HORIZON, INVALID_REWARD, Rollout, reward_fn
 from aaos.training.snapshot import make_snapshot

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 import aaos
-from aaos.bench.policies import build_policy, policy_spec
+from aaos.agents.qpolicy import QPolicy
 from aaos.cli import main
 from aaos.core.seeding import split_seeds
-from aaos.training.qlearn import CURVE_COLUMNS, QPolicy
+from aaos.policies import build_policy, policy_spec
+from aaos.training.qlearn import CURVE_COLUMNS
 
 ENV = "chief_of_staff"
 EPISODES = 45

@@ -17,8 +17,8 @@ from fake_openai import Script, serve
 from ui_fixtures import assert_no_reprs, free_port, rendered_text, reset, run_agent, run_benchmark, wait_until
 
 from aaos.agents import local_model
-from aaos.agents.base import Policy
 from aaos.agents.llm import LLMConfig, LLMPolicy, fix_hint
+from aaos.core.policy import Policy
 from aaos.ui import agents, play, wiring
 from aaos.ui.session import Session
 

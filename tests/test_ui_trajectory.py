@@ -27,7 +27,7 @@ def champion_records(task: str = "crisis_management", scenario: str = "product_l
     while True:
         joint = policy.act(observation)
         result = env.step(joint)
-        records.append(step_record(meta, len(records) + 1, joint, result, env.state()))
+        records.append(step_record(env.spec, meta, len(records) + 1, joint, result, env.state()))
         observation = result.observation
         if result.done:
             return records
@@ -53,7 +53,8 @@ def test_the_state_hash_is_the_sha256_of_the_sorted_state() -> None:
     env = aaos.make("full_episode", seed=0)
     env.reset()
     result = env.step({})
-    record = step_record(EpisodeMeta("org", "full_episode", "product_launch_failure", 0), 1, {}, result, env.state())
+    record = step_record(env.spec, EpisodeMeta("org", "full_episode", "product_launch_failure", 0), 1, {}, result,
+                         env.state())
     expected = hashlib.sha256(json.dumps(env.state(), sort_keys=True).encode()).hexdigest()
     assert record["state_hash"] == expected == state_hash(env.state())
 
@@ -69,7 +70,7 @@ def test_the_record_copies_the_joint_action_and_dumps_pydantic_payloads() -> Non
     payload = aaos.spec("org").action("delegate_task").payload(task_id="task_frontend", to="engineer")
     joint = {"product_manager": {"action_type": "delegate_task", "payload": payload}}
     result = env.step(joint)
-    record = step_record(EpisodeMeta("org", "full_episode", "product_launch_failure", 0), 1, joint, result,
+    record = step_record(env.spec, EpisodeMeta("org", "full_episode", "product_launch_failure", 0), 1, joint, result,
                          env.state())
     assert record["joint_action"]["product_manager"]["payload"] == {"task_id": "task_frontend", "to": "engineer"}
     joint["product_manager"]["action_type"] = "no_op"

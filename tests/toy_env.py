@@ -24,12 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aaos.agents.base import Action, Policy, action
 from aaos.core.actions import parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.html import card as html_card
 from aaos.core.html import chips, esc, items, section
 from aaos.core.kit import EnvKit, Prompting, Rendering
+from aaos.core.policy import Action, Policy, action
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.seeding import rng
 from aaos.core.spec import ActionSpec, EnvSpec, RewardComponent, ScenarioInfo, TaskSpec

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from aaos.agents.base import Action, Policy
 from aaos.agents.llm import CallStats, InvalidAnswer, validate_answer
 from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.policy import Action, Policy
 from aaos.core.spec import EnvSpec
 from aaos.envs import kit_of
 

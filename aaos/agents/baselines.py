@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.agents.base import Action, Policy, action
+from aaos.core.policy import Action, Policy, action
 from aaos.core.seeding import rng
 
 

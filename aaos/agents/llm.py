@@ -22,12 +22,9 @@ import threading
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import openai
-from openai.types.chat import ChatCompletion
-
-from aaos.agents.base import Action, Policy
 from aaos.agents.baselines import NoopPolicy
 from aaos.agents.prompts import (
     action_schema,
@@ -41,13 +38,17 @@ from aaos.agents.prompts import (
 )
 from aaos.core.actions import legal_problem
 from aaos.core.env import JointAction, Observation
+from aaos.core.extras import require
+from aaos.core.policy import Action, Policy
 from aaos.core.spec import EnvSpec
 from aaos.envs import kit_of
+
+if TYPE_CHECKING:
+    import openai
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 Mode = Literal["per_role", "joint", "compact"]
 MODES: tuple[Mode, ...] = get_args(Mode)
-RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 TIERS = ("primary", "secondary", "champion")
 LAST_ERROR_CHARS = 300
 FIX_HINTS: dict[str, str] = {
@@ -246,18 +247,26 @@ class _LoopThread:
         self._thread.join(timeout=5)
 
 
+def openai_client() -> ModuleType:
+    """The openai package (the `llm` extra): imported when a model policy is built, so that `import aaos` and the
+    rule-based policies never load it."""
+    return require("openai", "llm")
+
+
 class _Tier:
     """One model endpoint with its own client."""
 
-    def __init__(self, config: LLMConfig) -> None:
+    def __init__(self, config: LLMConfig, client_module: ModuleType) -> None:
         self.config = config
+        self._openai = client_module
         self._client: openai.AsyncOpenAI | None = None
 
     @property
     def client(self) -> openai.AsyncOpenAI:
         if self._client is None:  # created lazily, inside the event loop that uses it
-            self._client = openai.AsyncOpenAI(api_key=self.config.api_key or "none", base_url=self.config.base_url,
-                                              timeout=self.config.timeout_s, max_retries=0)
+            self._client = self._openai.AsyncOpenAI(api_key=self.config.api_key or "none",
+                                                    base_url=self.config.base_url, timeout=self.config.timeout_s,
+                                                    max_retries=0)
         return self._client
 
     async def aclose(self) -> None:
@@ -265,11 +274,12 @@ class _Tier:
             await self._client.close()
             self._client = None
 
-    async def chat(self, request: dict[str, Any]) -> ChatCompletion:
+    async def chat(self, request: dict[str, Any]) -> openai.types.chat.ChatCompletion:
         """POST /chat/completions with the request as its body. The client's typed `create` would first walk
         every message and the whole output schema to "transform" them, costing more CPU than the call itself
         when many run at once."""
-        return await self.client.post("/chat/completions", cast_to=ChatCompletion, body=request)
+        return await self.client.post("/chat/completions", cast_to=self._openai.types.chat.ChatCompletion,
+                                      body=request)
 
     def response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self.config.response_format == "json_schema":
@@ -288,7 +298,11 @@ class LLMPolicy(Policy):
                  call_limit: asyncio.Semaphore | None = None) -> None:
         self.spec = spec
         self.mode = primary.mode
-        self.tiers = [_Tier(primary)] + ([_Tier(secondary)] if secondary is not None else [])
+        self._openai = openai_client()
+        # 429, 5xx, timeouts and connection errors: retried with backoff
+        self._retryable = (self._openai.RateLimitError, self._openai.InternalServerError,
+                           self._openai.APITimeoutError, self._openai.APIConnectionError)
+        self.tiers = [_Tier(config, self._openai) for config in (primary, secondary) if config is not None]
         self.champion = kit_of(spec.id).champion() if primary.fallback == "champion" else NoopPolicy()
         self.stats = CallStats()
         self.call_limit = call_limit
@@ -339,7 +353,7 @@ class LLMPolicy(Policy):
             try:
                 async with self.call_limit or contextlib.nullcontext():
                     response = await tier.chat(request)
-            except RETRYABLE:
+            except self._retryable:
                 self.stats.calls += 1
                 self.stats.latency_s += time.perf_counter() - started
                 if attempt == tier.config.max_retries:
@@ -348,7 +362,7 @@ class LLMPolicy(Policy):
                 self.stats.http_retries += 1
                 await asyncio.sleep(tier.config.backoff_s * 2**attempt)
                 continue
-            except openai.APIError:
+            except self._openai.APIError:
                 self.stats.calls += 1
                 self.stats.failed_calls += 1
                 self.stats.latency_s += time.perf_counter() - started
@@ -380,7 +394,7 @@ class LLMPolicy(Policy):
         for tier_name, tier in zip(TIERS, self.tiers, strict=False):
             try:
                 action = await self._ask_role(tier, role, view)
-            except (InvalidAnswer, openai.APIError) as error:
+            except (InvalidAnswer, self._openai.APIError) as error:
                 self.stats.give_up(tier, error)
                 continue
             self.stats.decisions[tier_name] += 1
@@ -397,7 +411,7 @@ class LLMPolicy(Policy):
         for tier_name, tier in zip(TIERS, self.tiers, strict=False):
             try:
                 answer = await self._joint_answer(tier, messages, legal)
-            except (InvalidAnswer, openai.APIError) as error:
+            except (InvalidAnswer, self._openai.APIError) as error:
                 self.stats.give_up(tier, error)
                 continue
             for role in list(undecided):

@@ -15,11 +15,11 @@ import aaos
 from aaos.agents.llm import MODES
 from aaos.bench import ray_backend
 from aaos.bench.hub import check_push_target, push_results
-from aaos.bench.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, read_records, run, salt_mismatch
 from aaos.bench.stats import summarise
 from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
+from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
 
 
 def add_parser(sub: Any) -> None:

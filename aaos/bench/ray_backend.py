@@ -24,8 +24,8 @@ from types import ModuleType
 from typing import Any
 
 import aaos
-from aaos.bench.policies import PolicySpec
 from aaos.bench.runner import Job, Ledger, Progress, error_record, play
+from aaos.policies import PolicySpec
 
 INSTALL_HINT = 'pip install "aaos[ray]"'
 CHECKOUT = Path(aaos.__file__).resolve().parents[1]

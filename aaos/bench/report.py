@@ -34,7 +34,8 @@ def _label(version: tuple[str, ...]) -> str:
 
 def leaderboard(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Summary rows ranked within each environment version and split by mean score, best first; rows with
-    `unranked` set (a model's actions mostly fallbacks: the score is not the model's) come after the ranked ones."""
+    `unranked` set (a policy reading hidden state, or a model whose actions were mostly fallbacks: the score is not
+    the model's) come after the ranked ones."""
     return sorted(rows, key=lambda r: (versions_of(r), r["split"], bool(r.get("unranked")), -r["mean_score"],
                                        r["policy"]))
 
@@ -62,7 +63,7 @@ def chart(rows: list[dict[str, Any]]) -> go.Figure:
         figure.add_bar(
             name=split,
             x=[(f"{r['policy']}, {_label(versions_of(r))}" if several else r["policy"]) +
-               (" (unranked: mostly fallbacks)" if r.get("unranked") else "") for r in subset],
+               (" (unranked)" if r.get("unranked") else "") for r in subset],
             y=[r["mean_score"] for r in subset],
             error_y={"type": "data", "symmetric": False,
                      "array": [r["ci_high"] - r["mean_score"] for r in subset],
@@ -107,9 +108,9 @@ CHAMPION = "heuristic"
 def gate(rows: list[dict[str, Any]], candidate: str, champion: str = CHAMPION,
          margin: float = GATE_MARGIN) -> GateResult:
     """Promote the candidate only if, on the holdout split of every environment version both were played on
-    (rows of different versions are never compared), its row is ranked (not `unranked`: a model whose actions were
-    mostly fallbacks is never promoted on the fallbacks' score), its mean is not below the champion's by more than
-    `margin` and its hard violations per episode do not increase."""
+    (rows of different versions are never compared), its row is ranked (not `unranked`: a policy reading hidden
+    state is never promoted, nor a model whose actions were mostly fallbacks on the fallbacks' score), its mean is
+    not below the champion's by more than `margin` and its hard violations per episode do not increase."""
     holdout: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
     for row in rows:
         if row["split"] == "holdout":

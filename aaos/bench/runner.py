@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.agents.base import Policy
-from aaos.bench.policies import PolicySpec, build_policy
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.info import HARD_SEVERITIES
+from aaos.core.policy import Policy
 from aaos.core.seeding import salt_fingerprint, seed_split, split_seeds
 from aaos.core.spec import Split
 from aaos.core.trajectory import EpisodeMeta, step_record
+from aaos.policies import PolicySpec, build_policy
 
 RECORD_VERSION = 2
 """Version 2 added env_version and reward_version."""
@@ -129,7 +129,8 @@ async def run_episode(job: Job, policy: Policy,
         result = env.step(joint)
         if trajectory is not None:
             meta = EpisodeMeta(job.env, job.task, job.scenario, job.seed)
-            trajectory.append(step_record(meta, len(trajectory) + 1, joint, result, env.state(), observation))
+            trajectory.append(step_record(env.spec, meta, len(trajectory) + 1, joint, result, env.state(),
+                                          observation))
         observation = result.observation
         rewards.append(result.reward)
         for outcome in result.info["action_results"].values():
@@ -157,6 +158,7 @@ async def run_episode(job: Job, policy: Policy,
         "invalid_actions": invalid,
         "hard_violations": hard,
         "llm": stats.to_dict() if stats is not None else None,
+        "reads_hidden_state": policy.reads_hidden_state,
         "wall_s": time.perf_counter() - started,
         "error": None,
     }

@@ -39,6 +39,9 @@ def pass_hat_k(successes: int, trials: int, k: int) -> float | None:
     return comb(successes, k) / comb(trials, k)
 
 
+READS_HIDDEN_STATE = "it reads hidden state (the ground truth): a reference, not an agent"
+"""Why the row of a policy that reads hidden state (aaos.core.policy.Policy.reads_hidden_state, recorded per
+episode) is never ranked: the benchmark plays such an oracle only to show the headroom information is worth."""
 VERSION_KEYS = ("env", "env_version", "reward_version")
 """What a summary row is of, besides policy and split: records of different environments or versions are never
 pooled (a record older than the version fields has None for them)."""
@@ -46,8 +49,9 @@ pooled (a record older than the version fields has None for them)."""
 
 def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, Any]]:
     """One row per (env, env_version, reward_version, policy, split): mean with 95 % CI, success rate, pass^k,
-    component means, rates. A model policy's row whose actions were mostly fallbacks has `unranked`, the reason it
-    is not ranked as the model's (aaos.agents.llm.FALLBACK_LIMIT); every other row has None there."""
+    component means, rates. A row is `unranked`, with the reason, when its policy reads hidden state
+    (READS_HIDDEN_STATE) or is a model whose actions were mostly fallbacks (aaos.agents.llm.FALLBACK_LIMIT); every
+    other row has None there."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("error") is None:
@@ -83,7 +87,8 @@ def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, A
             "invalid_action_rate": sum(r["invalid_actions"] for r in group) / actions if actions else 0.0,
             "hard_violations_per_episode": statistics.mean(r["hard_violations"] for r in group),
             "fallback_rate": fallbacks(decisions) / decided if decided else 0.0,
-            "unranked": not_credited(decisions),
+            "unranked": (READS_HIDDEN_STATE if any(r.get("reads_hidden_state") for r in group)
+                         else not_credited(decisions)),
             "tokens": sum((r.get("llm") or {}).get("prompt_tokens", 0) + (r.get("llm") or {}).get(
                 "completion_tokens", 0) for r in group),
             "mean_call_latency_s": _mean_latency(group),

@@ -19,18 +19,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from aaos.core.env import Environment
+from aaos.core.policy import Action, Oracle, Policy
 from aaos.core.spec import EnvSpec, ScenarioInfo, Split
 
-if TYPE_CHECKING:
-    from aaos.agents.base import Policy
-
 View = Mapping[str, Any]
-Action = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -106,7 +103,7 @@ class EnvKit:
     prompting: Prompting
     rendering: Rendering
     hidden_ids: Callable[[Environment], Iterable[str]]
-    oracle: Callable[[], Policy] | None = None
+    oracle: Callable[[], Oracle] | None = None
     guardrail: Callable[[str, Action, View], str | None] = no_guardrail
     observation_model: type[BaseModel] | None = None
     state_model: type[BaseModel] | None = None

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from aaos.core.env import StepResult
-from aaos.envs import spec as env_spec
+from aaos.core.spec import EnvSpec
 
 TRAJECTORY_VERSION = 2
 
@@ -75,17 +75,20 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=default))
 
 
-def step_record(meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], result: StepResult,
+def step_record(spec: EnvSpec, meta: EpisodeMeta, step: int, joint_action: Mapping[str, Any], result: StepResult,
                 state: Mapping[str, Any], observation: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The record of one step: `joint_action` is what was sent, `result` what step() returned and
-    `state` the environment's state() right after it (only its hash is kept). `observation`, when given, is
-    the observation the joint action was chosen from; it is kept as the optional `observation` field."""
+    """The record of one step of an episode of the environment `spec` describes: `joint_action` is what was
+    sent, `result` what step() returned and `state` the environment's state() right after it (only its hash is
+    kept). `observation`, when given, is the observation the joint action was chosen from; it is kept as the
+    optional `observation` field."""
+    if spec.id != meta.env:
+        raise ValueError(f"the episode is of environment {meta.env!r} but the spec given is {spec.id!r}'s")
     info = result.info
     record = {
         "version": TRAJECTORY_VERSION,
         "env": meta.env,
-        "env_version": env_spec(meta.env).version,
-        "reward_version": env_spec(meta.env).reward_version,
+        "env_version": spec.version,
+        "reward_version": spec.reward_version,
         "task": meta.task,
         "scenario": meta.scenario,
         "seed": meta.seed,
@@ -118,14 +121,15 @@ def format_problem(record: Mapping[str, Any]) -> str | None:
             "was it written by a newer aaos?")
 
 
-def version_problem(record: Mapping[str, Any]) -> str | None:
-    """Why a record's episode cannot be replayed here: its environment is not registered, or it was played
-    under another environment version or reward version than the registered one's; None when it can be."""
+def version_problem(record: Mapping[str, Any], spec_of: Callable[[str], EnvSpec]) -> str | None:
+    """Why a record's episode cannot be replayed here: its environment is unknown to `spec_of` (the registry's
+    aaos.spec: env id -> spec, ValueError for an unknown one), or it was played under another environment version
+    or reward version than that spec's; None when it can be."""
     env = record.get("env")
     if not isinstance(env, str):
         return f"the record names no environment (env is {env!r})"
     try:
-        current = env_spec(env)
+        current = spec_of(env)
     except ValueError as error:
         return str(error)
     recorded = (record.get("env_version"), record.get("reward_version"))

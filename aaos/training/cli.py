@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.bench.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, build_policy, policy_spec
 from aaos.core.seeding import split_seeds
 from aaos.core.trajectory import EpisodeMeta, write_jsonl
+from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, build_policy, policy_spec
 from aaos.training.decisions import MODES
 from aaos.training.episodes import Record, play, read_episodes
 from aaos.training.grpo import grpo_rows

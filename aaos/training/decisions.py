@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aaos.agents.base import Action
 from aaos.agents.llm import MODES, Mode, answers_by_role, decode, joint_role_answer, validate_answer
 from aaos.agents.prompts import compact_call, compact_messages, joint_messages, role_messages
 from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.env import JointAction, Observation
+from aaos.core.policy import Action
 from aaos.core.spec import EnvSpec
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.agents.base import Policy
+from aaos.core.policy import Policy
 from aaos.core.trajectory import EpisodeMeta, format_problem, step_record
 
 Record = dict[str, Any]
@@ -35,7 +35,7 @@ def play(meta: EpisodeMeta, policy: Policy) -> list[Record]:
         joint = policy.act(observation)
         seen = plain(observation)  # copied before the step, so the step cannot change what is recorded
         result = env.step(joint)
-        records.append(step_record(meta, len(records) + 1, joint, result, env.state(), seen))
+        records.append(step_record(env.spec, meta, len(records) + 1, joint, result, env.state(), seen))
         if result.done:
             return records
         observation = result.observation

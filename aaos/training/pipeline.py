@@ -40,12 +40,12 @@ from typing import Any
 import aaos
 from aaos.agents.llm import LLMConfig
 from aaos.agents.local_model import ADAPTER_FILE, MODEL_NAME, LocalModelServer
-from aaos.bench.policies import PolicySpec, baseline
 from aaos.bench.report import gate
 from aaos.bench.runner import plan_jobs, read_records, run
 from aaos.bench.stats import summarise
 from aaos.core.seeding import split_seeds
 from aaos.core.trajectory import EpisodeMeta, write_jsonl
+from aaos.policies import PolicySpec, baseline
 from aaos.training.episodes import Record, play, read_episodes
 from aaos.training.grpo import grpo_rows
 from aaos.training.plots import PLOTS

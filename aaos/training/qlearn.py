@@ -1,5 +1,5 @@
 """A seeded tabular Q-learner over the compact state and named moves an environment's kit offers
-(aaos.core.kit.EnvKit.tabular), and the policy that plays its Q-table.
+(aaos.core.kit.EnvKit.tabular); the policy that plays its Q-table is aaos.agents.qpolicy.QPolicy.
 
 Every role of a step acts by the same table. Q(s, m) += alpha * (r + gamma * max_m' Q(s', m') - Q(s, m)), r the
 step's reward (the increments sum to the episode's score), epsilon-greedy exploration decaying linearly to
@@ -21,49 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.agents.base import Action, Policy
+from aaos.agents.qpolicy import Table, greedy, tabular_of
 from aaos.core.kit import EnvKit
+from aaos.core.policy import Action
 from aaos.core.seeding import rng, split_seeds
 from aaos.envs import kit_of
 
-Table = dict[str, dict[str, float]]
 EPSILON_START, EPSILON_END = 0.3, 0.02
 ALPHA, GAMMA = 0.05, 0.98
 CURVE_COLUMNS = ("episode", "task", "scenario", "seed", "return", "epsilon", "holdout_score")
-
-
-def tabular_of(env: str) -> Callable[[dict[str, Any]], tuple[str, dict[str, Action]]]:
-    found = kit_of(env).tabular
-    if found is None:
-        raise ValueError(f"environment {env!r} offers no tabular abstraction (its kit has no `tabular`)")
-    return found
-
-
-def greedy(table: Table, state: str, moves: dict[str, Action]) -> str:
-    """The best known move in `state` (the kit's first move where none is known better)."""
-    values = table.get(state, {})
-    return max(moves, key=lambda m: values.get(m, 0.0))
-
-
-class QPolicy(Policy):
-    """Plays a Q-table greedily through the environment's tabular abstraction."""
-
-    name = "q"
-
-    def __init__(self, table: Table, env: str) -> None:
-        self.table = table
-        self.tabular = tabular_of(env)
-
-    @classmethod
-    def load(cls, path: Path | str, env: str) -> QPolicy:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data["env"] != env:
-            raise ValueError(f"{path}: a Q-table of environment {data['env']!r}, not {env!r}")
-        return cls(data["table"], env)
-
-    def act_role(self, role: str, view: dict[str, Any]) -> Action:
-        state, moves = self.tabular(view)
-        return moves[greedy(self.table, state, moves)]
 
 
 @dataclass(frozen=True)

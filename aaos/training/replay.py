@@ -89,7 +89,7 @@ def _divergences(record: Record, replayed: Record) -> tuple[Divergence, ...]:
 def replay(episode: Sequence[Record]) -> Iterator[ReplayedStep]:
     """Re-execute one episode's records step by step (see the module docstring)."""
     meta = meta_of(episode[0])
-    if problem := version_problem(episode[0]):
+    if problem := version_problem(episode[0], aaos.spec):
         raise TrajectoryError(f"{meta.env} {meta.task}/{meta.scenario} seed {meta.seed}: {problem}")
     env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
     observation = env.reset()
@@ -99,7 +99,7 @@ def replay(episode: Sequence[Record]) -> Iterator[ReplayedStep]:
         joint = record["joint_action"]
         seen = plain(observation)  # copied before the step, so the step cannot change what is compared
         result = env.step(joint)
-        replayed = step_record(meta, record["step"], joint, result, env.state(), seen)
+        replayed = step_record(env.spec, meta, record["step"], joint, result, env.state(), seen)
         step = ReplayedStep(record, seen, make_snapshot(meta, actions, before), _divergences(record, replayed))
         yield step
         if step.divergences:

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import aaos
-from aaos.agents.base import Action
 from aaos.core.env import Observation, StepResult
+from aaos.core.policy import Action
 from aaos.core.spec import EnvSpec
 from aaos.training.snapshot import restore
 

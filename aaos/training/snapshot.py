@@ -40,7 +40,7 @@ def make_snapshot(meta: EpisodeMeta, actions: Sequence[JointAction], hash_: str)
 def restore(snapshot: Mapping[str, Any] | str) -> Environment:
     """A fresh environment in exactly the snapshot's state (a snapshot may be given as its JSON text)."""
     data = json.loads(snapshot) if isinstance(snapshot, str) else snapshot
-    if problem := version_problem(data):
+    if problem := version_problem(data, aaos.spec):
         raise SnapshotError(f"the snapshot of {data.get('task')}/{data.get('scenario')} seed {data.get('seed')} "
                             f"does not restore: {problem}")
     env = aaos.make(data["task"], scenario=data["scenario"], seed=data["seed"], env=data["env"])

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aaos.agents import local_model
-from aaos.agents.base import Policy
 from aaos.agents.llm import LLMConfig, Mode, fallbacks, fix_hint, stats_delta
-from aaos.bench.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_policy
+from aaos.core.policy import Policy
+from aaos.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_policy
 from aaos.ui import prose
 
 LOCAL_LABEL = "Local SmolLM2-135M"

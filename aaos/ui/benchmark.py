@@ -18,11 +18,11 @@ from typing import Any, cast
 
 from aaos.agents import local_model
 from aaos.agents.llm import LLMConfig, Mode
-from aaos.bench.policies import BASELINES, LOCAL_TRAINED, LOCAL_UNTRAINED, PolicySpec, baseline
 from aaos.bench.report import GateResult, gate, leaderboard, write_reports
 from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
 from aaos.bench.stats import summarise
 from aaos.core.spec import Split
+from aaos.policies import BASELINES, LOCAL_TRAINED, LOCAL_UNTRAINED, PolicySpec, baseline
 from aaos.ui import agents, prose
 from aaos.ui.formatting import version_key
 

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 import gradio as gr
 
 import aaos
-from aaos.agents.base import Policy
 from aaos.agents.llm import LLMConfig
 from aaos.core.html import action_text, humanize
+from aaos.core.policy import Policy
 from aaos.core.trajectory import EpisodeMeta
 from aaos.ui import agents, dashboard, formatting, forms, prose
 from aaos.ui.session import Others, Session, champion_score, default_meta

@@ -158,7 +158,7 @@ class Session:
         env = self.env
         seen = env.observation()  # what the joint action was chosen from (step() builds a new one)
         result = env.step(joint)
-        self.records.append(step_record(self.meta, self.step_count + 1, joint, result, env.state(), seen))
+        self.records.append(step_record(env.spec, self.meta, self.step_count + 1, joint, result, env.state(), seen))
         self.queue.clear()
         return result
 

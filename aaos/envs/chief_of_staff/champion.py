@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.agents.base import Action, Policy, action
+from aaos.core.policy import Action, Policy, action
 from aaos.envs.chief_of_staff.spec import (
     CRITICALITY_WEIGHT,
     EVENING,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from aaos.core.kit import Action, View
+from aaos.core.kit import View
+from aaos.core.policy import Action
 from aaos.envs.chief_of_staff.champion import bookable
 
 

@@ -5,34 +5,25 @@ hidden drift leaves."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.env import Observation
+from aaos.core.policy import Oracle
 from aaos.envs.chief_of_staff.champion import CosChampion
 from aaos.envs.chief_of_staff.spec import SLOTS, SLOTS_PER_DAY, WORK_SLOTS
 
 
-class CosOracle(CosChampion):
-    name = "oracle"
-    reads_hidden_state = True
-
+class CosOracle(Oracle, CosChampion):
     def __init__(self) -> None:
-        self._env: Environment | None = None
         self._truth: dict[str, dict[str, Any]] = {}
         self._importance: dict[str, float] = {}
         self._briefed: dict[str, dict[str, Any]] = {}
         self._drifts: list[dict[str, Any]] = []
 
-    def bind(self, env: Environment) -> None:
-        self._env = env
-
-    def act(self, observation: Observation) -> JointAction:
-        if self._env is None:
-            raise RuntimeError("the oracle reads the ground truth: bind(env) it to the episode's environment first")
-        state = self._env.state()
+    def read_truth(self, state: Mapping[str, Any], observation: Observation) -> None:
         self._truth, self._importance = state["preferences"], state["importance"]
         self._briefed, self._drifts = state["briefed_preferences"], state["drifts"]
-        return super().act(observation)
 
     def preferred_slot(self, view: dict[str, Any], stakeholder: str, day: int) -> str:
         """The slot the stakeholder will prefer when it is lived on `day` (the drift plan applied up to then)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.agents.base import Action, action
+from aaos.core.policy import Action, action
 from aaos.envs.chief_of_staff.champion import CosChampion, bookable
 from aaos.envs.chief_of_staff.spec import CRITICALITY_WEIGHT, EVENING, SLOTS, WORK_SLOTS
 

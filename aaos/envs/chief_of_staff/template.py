@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.agents.base import Action, Policy, action
+from aaos.core.policy import Action, Policy, action
 from aaos.envs.chief_of_staff.champion import bookable
 from aaos.envs.chief_of_staff.spec import EVENING, WORK_SLOTS
 

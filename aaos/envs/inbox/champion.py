@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aaos.agents.base import Action, Policy, action
+from aaos.core.policy import Action, Policy, action
 from aaos.envs.inbox.spec import LEVELS
 from aaos.envs.inbox.world import truth
 

@@ -3,30 +3,21 @@ For calibration only (the score the grader gives perfect triage); never an agent
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from aaos.agents.base import Action, Policy, action
-from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.env import Observation
+from aaos.core.policy import Action, Oracle, action
 from aaos.envs.inbox.champion import CLOSE_ACTION
 from aaos.envs.inbox.spec import LEVELS
 
 
-class InboxOracle(Policy):
-    name = "oracle"
-    reads_hidden_state = True
-
+class InboxOracle(Oracle):
     def __init__(self) -> None:
-        self._env: Environment | None = None
         self._truth: dict[str, dict[str, Any]] = {}
 
-    def bind(self, env: Environment) -> None:
-        self._env = env
-
-    def act(self, observation: Observation) -> JointAction:
-        if self._env is None:
-            raise RuntimeError("the oracle reads the ground truth: bind(env) it to the episode's environment first")
-        self._truth = {e["id"]: e for e in self._env.state()["emails"]}
-        return super().act(observation)
+    def read_truth(self, state: Mapping[str, Any], observation: Observation) -> None:
+        self._truth = {e["id"]: e for e in state["emails"]}
 
     def act_role(self, role: str, view: dict[str, Any]) -> Action:
         pending = [self._truth[e["id"]] for e in view["inbox"] if e["status"] == "open"]

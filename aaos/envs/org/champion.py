@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.agents.base import Action, Policy, action
+from aaos.core.policy import Action, Policy, action
 from aaos.envs.org.oversight import RISK_CHECK_WINDOW
 from aaos.envs.org.spec import ACTIONS, PRIORITY_WEIGHT, SEVERITIES, VISIBLE_METRICS
 

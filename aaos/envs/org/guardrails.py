@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aaos.core.kit import Action, View
+from aaos.core.kit import View
+from aaos.core.policy import Action
 from aaos.envs.org.oversight import RISK_CHECK_WINDOW
 
 

@@ -7,31 +7,22 @@ from information; the Space's play list does not offer it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from aaos.agents.base import Action, action
-from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.env import Observation
+from aaos.core.policy import Action, Oracle, action
 from aaos.envs.org.champion import OrgChampion, busy
 
 
-class OrgOracle(OrgChampion):
+class OrgOracle(Oracle, OrgChampion):
     """Looks for a hidden risk only where and when it can be found: with one role that can notice it (an idle
     one if there is), in its metric, from the step it is noticeable; never looks in vain."""
 
-    name = "oracle"
-    reads_hidden_state = True
-
     def __init__(self) -> None:
-        self._env: Environment | None = None
         self._findable: dict[str, str] = {}
 
-    def bind(self, env: Environment) -> None:
-        self._env = env
-
-    def act(self, observation: Observation) -> JointAction:
-        if self._env is None:
-            raise RuntimeError("the oracle reads the ground truth: bind(env) it to the episode's environment first")
-        state = self._env.state()
+    def read_truth(self, state: Mapping[str, Any], observation: Observation) -> None:
         views = observation["agent_observations"]
         self._findable = {}
         for risk in state["risks"]:
@@ -42,7 +33,6 @@ class OrgOracle(OrgChampion):
             idle = [role for role in free if not busy(role, views[role])]
             if idle or free:
                 self._findable[(idle or free)[0]] = d["metric"]
-        return super().act(observation)
 
     def _query(self, role: str, view: dict[str, Any]) -> Action | None:
         metric = self._findable.get(role)
