@@ -8,12 +8,13 @@ Each plays a whole org_simulation episode (20 steps for this model), a few minut
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_inference import END, START, STEP, run_inference
-from ui_fixtures import html_table, reset, run_benchmark
+from ui_fixtures import html_table, reset, run_benchmark, steps
 
 import aaos
 from aaos.agents import local_model
@@ -126,3 +127,26 @@ def test_inference_lines_with_the_local_model() -> None:
         assert START.match(start) and start.endswith(f"model={MODEL_NAME}")
         assert STEP.match(step) and " done=true " in step
         assert END.match(end) and " steps=1 " in end
+
+
+def test_the_spaces_local_agent_plays_when_port_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Space run with PORT set (container hosts, launch scripts): llama_cpp.server reads PORT (and its other
+    settings) from the environment over its --port flag, so unless it gets an environment of its own it tries the
+    Space's port, fails to bind and exits. Here PORT is a port this test holds, as the Space would; the Space's
+    local agent starts its own server (none shared yet) and decides a step of a mixed team."""
+    servers: dict[Path | None, local_model.LocalModelServer] = {}
+    monkeypatch.setattr(local_model, "_shared", servers)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        monkeypatch.setenv("PORT", str(held.getsockname()[1]))
+        monkeypatch.setenv("HOST", "0.0.0.0")
+        assert {"PORT", "HOST"}.isdisjoint(local_model.server_environment())
+        try:
+            session = reset(task="org_simulation")["session"]
+            last = steps(session, others="agent", agent="local-untrained")[-1]
+            assert "could not start" not in last["message"] and session.step_count == 1, last["message"]
+            assert set(session.records[-1]["decided_by"].values()) == {MODEL_NAME}
+        finally:
+            for server in servers.values():
+                server.stop()

@@ -19,7 +19,7 @@ from ui_fixtures import assert_no_reprs, free_port, rendered_text, reset, run_ag
 from aaos.agents import local_model
 from aaos.agents.llm import LLMConfig, LLMPolicy, fix_hint
 from aaos.core.policy import Policy
-from aaos.ui import agents, play, wiring
+from aaos.ui import agent_run, agents, play, wiring
 from aaos.ui.session import Session
 
 TOKEN = "hf_" + "Zq8w" * 8  # looks like a real token; must reach the endpoint and nothing else
@@ -127,7 +127,7 @@ def test_a_model_failing_on_some_actions_says_so_as_a_warning_and_stop_still_wor
 
 
 def test_stop_during_a_slow_model_step_lets_it_finish_then_stops(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(play, "WAIT_NOTE_S", 0.3)
+    monkeypatch.setattr(agent_run, "WAIT_NOTE_S", 0.3)
     built = record_policies(monkeypatch)
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["ok"], latency_s=1.5)) as url:
@@ -163,7 +163,7 @@ def test_a_reset_during_a_model_step_discards_it_silently() -> None:
 def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str, base_url: str,
                                                                      expected: str) -> None:
     session = reset(task="org_simulation")["session"]
-    play.step(None, session, "no_op", "engineer", None, False)
+    list(play.step(None, session, "no_op", "engineer", None, False))
     updates = list(run_agent(session, "openai", "per_role", model, base_url, TOKEN))
     assert len(updates) == 1 and "aaos-message-error" in updates[0]["message"]
     assert expected in updates[0]["message"]
@@ -187,7 +187,7 @@ def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest
 
 def test_the_local_model_starts_on_demand_with_a_note_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: None)
-    monkeypatch.setattr(play, "WAIT_NOTE_S", 0.3)
+    monkeypatch.setattr(agent_run, "WAIT_NOTE_S", 0.3)
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["ok"])) as url:
         def start(name: str, env: str, mode: str) -> LLMConfig:  # stands in for the real server (seconds to load)

@@ -163,7 +163,7 @@ def test_roles_without_an_action_follow_the_champion_when_asked() -> None:
     session = reset()["session"]
     queue_raw(session, "engineer", QUERY)
     champion = aaos.policies.make("heuristic").act(session.observation)
-    step(session, others="champion")
+    step(session, others="agent")
     sent = session.records[-1]["joint_action"]
     assert sent["engineer"] == {"action_type": "query_metrics", "payload": {"metric": "latency"}}
     assert {role: action for role, action in sent.items() if role != "engineer"} == {
@@ -253,7 +253,7 @@ def test_export_writes_the_trajectory_and_the_action_log() -> None:
     assert out["files"] is None and "Nothing to export yet" in out["message"]
     queue_raw(session, "engineer", QUERY)
     step(session)
-    step(session, others="champion")
+    step(session, others="agent")
     out = play.export(None, session)
     trajectory, actions = out["files"]["value"]
     assert out["files"]["visible"] and trajectory.endswith(".jsonl") and actions.endswith(".csv")
@@ -275,7 +275,7 @@ def test_every_environment_exports_an_action_log_numbered_as_its_trajectory(env_
     session = play.reset(None, None, env_id, meta.task, meta.scenario, 0, aaos.spec(env_id).roles[0],
                          False)["session"]
     for _ in range(3):
-        step(session, others="champion")
+        step(session, others="agent")
     trajectory, actions = play.export(None, session)["files"]["value"]
     records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
     with open(actions, newline="", encoding="utf-8") as handle:
@@ -453,7 +453,7 @@ def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: s
     parcel = session.env.legal_actions("inspector")["inspect"]["parcel_id"][0]
     queued = play.queue_action(None, session, "inspector", "inspect", False, "", parcel, None, "", "")
     assert "Queued for Inspector: inspect" in queued["message"] and "Queued:" in queued["cards"]
-    out = play.step(None, session, "champion", "inspector", None, False)
+    out = list(play.step(None, session, "agent", "inspector", None, False))[-1]
     assert "1 / 12" in out["status"] and parcel in out["cards"]
     for out in play.run_agent(None, session, "heuristic", 0, "packer", None, False):
         assert_no_reprs(out)
@@ -468,7 +468,7 @@ def test_the_end_of_episode_report_shows_once_the_episode_is_over() -> None:
     outputs = list(play.run_agent(None, session, "heuristic", 0, "engineer", None, False))
     assert not outputs[-2]["report"]["visible"]
     report = outputs[-1]["report"]
-    assert report["visible"] and "Episode score" in report["value"] and "Tasks delivered" in report["value"]
+    assert report["visible"] and "Episode report: score" in report["value"] and "Tasks delivered" in report["value"]
     assert not reset(session)["report"]["visible"]
 
 
@@ -506,9 +506,13 @@ def test_the_report_judges_the_score_against_the_champion_on_the_same_seed(polic
     for rule in set(violations):
         assert f"<code>{rule}</code>" in report
     assert ("No oversight violations" in report) == (not violations)
-    left_open = aaos.kit_of("org").rendering.attention(session.observation)
-    assert "Left needing attention" in report and (left_open or "Nothing was left needing attention") in report
-    assert outputs[-1]["attention"] == ""  # in the report now, not twice
+    # the penalties listed add up to the penalty the score is divided by (audited ones count half)
+    listed = sum(map(float, re.findall(r"= <b>([\d.]+)</b></li>", report)))
+    applied = session.env.state()["penalty"]
+    assert listed == pytest.approx(applied, abs=1e-3)
+    assert (f"Penalty: the sum, <b>{applied:.4f}</b>" in report) == bool(violations)
+    assert f"penalty = <b>{applied:.4f}</b>" in report
+    assert "Left needing attention" not in report and outputs[-1]["attention"] == ""  # the report says what was missed
 
 
 def chip(report: str, name: str) -> str:
@@ -532,7 +536,8 @@ def test_the_org_report_names_what_the_organisation_missed_and_counts_agree(poli
     open_incidents = [i["id"] for i in state["incidents"] if i["resolved_step"] is None]
     noticeable = [r for r in state["risks"] if r["definition"]["noticeable_from"] <= state["step"]]
     unmitigated = [r["id"] for r in noticeable if r["status"] != "mitigated"]
-    missed = undelivered + late + open_incidents + unmitigated
+    escalated = [r["id"] for r in state["risks"] if r["escalated_step"] is not None]
+    missed = undelivered + late + open_incidents + unmitigated + escalated
     assert "What the organisation missed" in report
     for item in missed:
         assert f"<code>{item}</code>" in report
@@ -549,8 +554,8 @@ def test_the_org_report_names_what_the_organisation_missed_and_counts_agree(poli
 
 def test_step_numbers_agree_between_status_message_logs_and_timeline() -> None:
     session = reset()["session"]
-    step(session, "champion")
-    out = step(session, "champion")
+    step(session, "agent")
+    out = step(session, "agent")
     assert "2 / 50" in out["status"] and "Step 2:" in message_of(out)
     assert set(out["actions"]["Step"]) == {1, 2} and out["actions"]["Step"].iloc[0] == 2  # newest first
     steps = {int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', out["timeline"])}

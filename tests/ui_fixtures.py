@@ -90,8 +90,16 @@ def queue_raw(session: Session, role: str, text: str) -> dict[str, Any]:
     return play.queue_action(None, session, role, None, True, text, *slots)
 
 
-def step(session: Session, others: str = "no_op", role: str = "engineer") -> dict[str, Any]:
-    return play.step(None, session, others, role, None, False)
+def steps(session: Session, others: str = "no_op", role: str = "engineer", agent: str = "heuristic",
+          mode: str = "per_role", model: str | None = None, base_url: str | None = None,
+          token: str | None = None) -> list[dict[str, Any]]:
+    """Every update of a Step, as the layout calls it (others: "no_op", or "agent" for the agent `agent`)."""
+    return list(play.step(None, session, others, role, None, False, agent, mode, model, base_url, token))
+
+
+def step(session: Session, others: str = "no_op", role: str = "engineer", agent: str = "heuristic") -> dict[str, Any]:
+    """A Step's last update."""
+    return steps(session, others, role, agent)[-1]
 
 
 def run_agent(session: Session, name: str, mode: str = "per_role", model: str | None = None,

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from aaos.agents.llm import LLMConfig, Mode
@@ -107,6 +108,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def server_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The model server's own environment: this process's (`environ`), less every variable llama_cpp.server would
+    read as one of its settings. Its settings are pydantic settings, read from the environment case-insensitively
+    over its command-line flags, so a Space run with PORT set (as container hosts and launch scripts do) would
+    otherwise start the model server on the Space's own port, where it fails to bind and exits."""
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    settings = {name.lower() for name in (*ModelSettings.model_fields, *ServerSettings.model_fields)}
+    settings.add("config_file")  # its __main__ reads CONFIG_FILE itself
+    return {name: value for name, value in (os.environ if environ is None else environ).items()
+            if name.lower() not in settings}
+
+
 class LocalModelServer:
     """A llama.cpp server process for the local model on 127.0.0.1."""
 
@@ -128,7 +142,8 @@ class LocalModelServer:
                    "--host", "127.0.0.1", "--port", str(self.port), "--model_alias", MODEL_NAME,
                    "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS),
                    *SERVER_OPTIONS, *(("--lora_path", str(self.lora)) if self.lora else ())]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        env=server_environment())
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -151,8 +166,10 @@ class LocalModelServer:
         self.process = None
 
     def config(self, mode: Mode = "per_role") -> LLMConfig:
-        """How agents reach it: llama.cpp constrains output with json_object plus a schema."""
+        """How agents reach it: llama.cpp constrains output with json_object plus a schema, which in compact mode
+        admits only the legal calls the environment's guardrail does not refuse."""
         return LLMConfig(model=MODEL_NAME, base_url=self.base_url, mode=mode, response_format="json_object",
+                         decoding="safe",
                          max_tokens=MAX_ANSWER_TOKENS * (1 if mode == "per_role" else JOINT_ANSWER_FACTOR),
                          timeout_s=120.0, max_retries=1)
 

@@ -37,6 +37,12 @@ def label(name: str) -> str:
     return {n: lbl for lbl, n in AGENTS}.get(name, name)
 
 
+def choices() -> list[tuple[str, str]]:
+    """The Agent list as the page shows it: a local agent says "not installed" where its runtime is missing."""
+    missing = local_model.missing() is not None
+    return [(f"{lbl} (not installed)" if missing and name in LOCAL_AGENTS else lbl, name) for lbl, name in AGENTS]
+
+
 def local_problem() -> str | None:
     """Why the local model cannot run here (with how to install it), or None."""
     problem = local_model.missing()
@@ -90,6 +96,8 @@ class ModelUsage:
     total: dict[str, Any]
     step: dict[str, Any]
     step_s: float
+    taken: bool = True
+    """Whether the latest step was taken (not when the model decided none of its actions)."""
 
 
 def usage(config: LLMConfig, before: dict[str, Any], after: dict[str, Any], step_s: float) -> ModelUsage:

@@ -38,11 +38,11 @@ def build(ui: Ui) -> None:
     with gr.Tab("Logs", id="logs", elem_id="aaos-tab-logs"):
         ui["oversight"] = gr.Dataframe(headers=list(formatting.OVERSIGHT_COLUMNS), label="Oversight log",
                                        interactive=False, wrap=True, max_height=260, elem_id="aaos-oversight",
-                                       column_widths=["6%", "14%", "20%", "10%", "10%", "40%"])
+                                       column_widths=["6%", "12%", "12%", "18%", "9%", "8%", "35%"])
         ui["actions"] = gr.Dataframe(headers=list(formatting.ACTION_COLUMNS), interactive=False, wrap=True,
                                      label="Action log (newest first, no-ops left out)", max_height=420,
                                      show_search="search", elem_id="aaos-actions",
-                                     column_widths=["7%", "14%", "15%", "24%", "10%", "30%"])
+                                     column_widths=["6%", "12%", "12%", "14%", "22%", "9%", "25%"])
 
 
 def render(session: Session) -> Outputs:

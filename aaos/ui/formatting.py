@@ -25,8 +25,8 @@ from aaos.ui import prose
 from aaos.ui.agents import ModelUsage
 from aaos.ui.forms import Field, choice_label
 
-OVERSIGHT_COLUMNS: tuple[str, ...] = ("Step", "Role", "Rule", "Severity", "Penalty", "Detail")
-ACTION_COLUMNS: tuple[str, ...] = ("Step", "Role", "Action", "Payload", "Status", "Message")
+OVERSIGHT_COLUMNS: tuple[str, ...] = ("Step", "Role", "Decided by", "Rule", "Severity", "Penalty", "Detail")
+ACTION_COLUMNS: tuple[str, ...] = ("Step", "Role", "Decided by", "Action", "Payload", "Status", "Message")
 QUEUE_COLUMNS: tuple[str, ...] = ("Role", "Action", "Payload")
 VERDICT_TIE = 0.005
 """Scores closer than this to the champion's are level with it."""
@@ -142,10 +142,36 @@ def timeline(observation: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     return f'<div class="aaos-timeline" id="aaos-timeline"><ul>{"".join(rows)}</ul>{footer}</div>'
 
 
-def verdict(score: float, champion: float, records: Sequence[Mapping[str, Any]], left_open: str) -> str:
-    """The end of an episode judged: its score against the champion's on the same task, scenario and seed, the
-    oversight violations with their penalties by rule, and what was left needing attention (`left_open`: the kit's
-    attention HTML for the last observation, "" for nothing)."""
+def score_arithmetic(spec: EnvSpec, last: Mapping[str, Any]) -> str:
+    """How the score of the step record `last` adds up, from its reward breakdown and the environment's weights:
+    each component that applies times its weight, the weighted mean, the penalty and the score (as
+    aaos.core.reward.composite computes it; clamped to [0, 1])."""
+    breakdown = last["reward_breakdown"]
+    components, penalty = breakdown["components"], float(breakdown.get("penalty") or 0.0)
+    weights = {c.name: c.weight for c in spec.reward_components}
+    applied = {name: (weights[name], float(value)) for name, value in components.items()
+               if value is not None and name in weights}
+    weight_sum = sum(w for w, _ in applied.values())
+    total = sum(w * v for w, v in applied.values())
+    mean = total / weight_sum if weight_sum else 0.0
+    rows = "".join(f"<tr><td>{esc(humanize(name))}</td><td>{w:g}</td><td>{v:.4f}</td><td>{w * v:.4f}</td></tr>"
+                   for name, (w, v) in applied.items())
+    skipped = [humanize(name) for name, value in components.items() if value is None]
+    unused = f"<p><small>Not graded yet, so left out: {esc(', '.join(skipped))}.</small></p>" if skipped else ""
+    return (f'<div class="aaos-arithmetic" id="aaos-arithmetic"><table class="aaos-rubric"><thead><tr>'
+            "<th>Component</th><th>Weight</th><th>Value</th><th>Weighted</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>{unused}"
+            f'<p class="aaos-formula">weighted mean = {total:.4f} / {weight_sum:g} = <b>{mean:.4f}</b>; '
+            f"penalty = <b>{penalty:.4f}</b>; score = {mean:.4f} / (1 + {penalty:.4f}) = "
+            f'<b id="aaos-formula-score">{last["score"]:.3f}</b></p>'
+            f'<p class="aaos-help">{esc(prose.SCORE_RULE)}</p></div>')
+
+
+def episode_report(spec: EnvSpec, last: Mapping[str, Any], body: str, champion: float) -> str:
+    """The end-of-episode report, alike for every environment: its title with the score, how the score adds up,
+    the environment kit's report (`body`: what was delivered, missed and broken) and the verdict against the
+    champion on the same task, scenario and seed."""
+    score = float(last["score"])
     gap = score - champion
     if abs(gap) < VERDICT_TIE:
         judged, label, kind = prose.VERDICT_TIE.format(champion=champion), "level", "done"
@@ -153,21 +179,10 @@ def verdict(score: float, champion: float, records: Sequence[Mapping[str, Any]],
         judged, label, kind = prose.VERDICT_ABOVE.format(champion=champion, gap=gap), "above", "applied"
     else:
         judged, label, kind = prose.VERDICT_BELOW.format(champion=champion, gap=-gap), "below", "rejected"
-    rules: dict[str, tuple[int, float, str]] = {}
-    for record in records:
-        for v in record.get("oversight_events", []):
-            count, penalty, _ = rules.get(v["rule"], (0, 0.0, ""))
-            rules[v["rule"]] = (count + 1, penalty + float(v["penalty"]), str(v["severity"]))
-    if rules:
-        lines = [f"<code>{esc(rule)}</code> {pill(severity, severity)} &times; {count} "
-                 f"<small>penalty {penalty:.2f}</small>"
-                 for rule, (count, penalty, severity) in sorted(rules.items(), key=lambda kv: -kv[1][1])]
-        violations = f"<h4>Oversight violations</h4>{items(lines, '')}"
-    else:
-        violations = f"<p>{esc(prose.NO_VIOLATIONS)}</p>"
-    missed = left_open or f"<p>{esc(prose.NOTHING_LEFT_OPEN)}</p>"
-    return (f'<div class="aaos-verdict" id="aaos-verdict"><h4>Verdict</h4><p>{pill(label, kind)} {esc(judged)}</p>'
-            f"{violations}<h4>Left needing attention</h4>{missed}</div>")
+    return (f'<div class="aaos-report-all" id="aaos-episode-report"><h3>{esc(prose.REPORT_TITLE.format(score=score))}'
+            f'</h3><h4>How the score adds up</h4>{score_arithmetic(spec, last)}{body}'
+            f'<div class="aaos-verdict" id="aaos-verdict"><h4>Against the champion</h4>'
+            f"<p>{pill(label, kind)} {esc(judged)}</p></div></div>")
 
 
 def reward_help(spec: EnvSpec) -> str:
@@ -209,18 +224,25 @@ def queue_frame(queue: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(QUEUE_COLUMNS))
 
 
+def decided_by(record: Mapping[str, Any], role: str) -> str:
+    """Who decided `role`'s action at the step of `record` (you, the agent's name, or nobody); "—" for a record
+    that does not say (a trajectory written elsewhere)."""
+    return str(record.get("decided_by", {}).get(role, "—"))
+
+
 def oversight_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Every oversight violation, numbered by the step that recorded it."""
-    rows = [(record["step"], humanize(v["role"]), v["rule"], v["severity"], round(float(v["penalty"]), 3),
-             text(v.get("detail")))
+    """Every oversight violation, numbered by the step that recorded it, with who decided the offending role's
+    action at that step."""
+    rows = [(record["step"], humanize(v["role"]), decided_by(record, v["role"]), v["rule"], v["severity"],
+             round(float(v["penalty"]), 3), text(v.get("detail")))
             for record in records for v in record.get("oversight_events", [])]
     return pd.DataFrame(rows, columns=list(OVERSIGHT_COLUMNS))
 
 
 def action_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Every step's actions without no-ops, newest first, numbered by their step."""
-    rows = [(record["step"], humanize(r["role"]), r["action_type"], payload_text(r.get("payload")) or "—",
-             r["status"], text(r.get("message")))
+    rows = [(record["step"], humanize(r["role"]), decided_by(record, r["role"]), r["action_type"],
+             payload_text(r.get("payload")) or "—", r["status"], text(r.get("message")))
             for record in reversed(records) for r in record["action_results"].values()
             if not (r["action_type"] == "no_op" and r["status"] != "rejected")]
     return pd.DataFrame(rows, columns=list(ACTION_COLUMNS))
@@ -256,7 +278,7 @@ def model_usage(usage: ModelUsage | None) -> str:
               f"last step {step['calls']}"),
         _stat("Fallbacks", f"{fallbacks(decided)} of {sum(decided.values())} actions",
               f"secondary model {decided['secondary']} · champion {decided['champion']} · last step "
-              f"{fallbacks(step['decisions'])}"),
+              f"{fallbacks(step['decisions'])}" + ("" if usage.taken else " (not taken: the model decided none)")),
         _stat("Tokens", f"{tokens:,}", f"{total['prompt_tokens']:,} in + {total['completion_tokens']:,} out · "
                                        f"last step {step_tokens:,}"),
         _stat("Latency", _seconds(total["mean_latency_s"]), f"per call · last step {_seconds(step_latency)}"),

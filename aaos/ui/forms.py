@@ -67,9 +67,10 @@ def read_form(fields: Sequence[Field], values: Sequence[Any]) -> Action:
     return payload
 
 
-def default_payload(fields: Sequence[Field]) -> Action:
-    """The payload a fresh form starts with: the first choice of each choice field, empty text otherwise."""
-    return {f.name: f.choices[0] if f.choices else "" for f in fields}
+def default_payload(fields: Sequence[Field], role: str | None = None) -> Action:
+    """The payload a fresh form of `role` starts with: the first choice of each choice field that is not the role
+    itself (unless it is the only one), empty text otherwise."""
+    return {f.name: next((c for c in f.choices if c != role), f.choices[0]) if f.choices else "" for f in fields}
 
 
 def to_json(action_type: str, payload: Action) -> str:

@@ -9,6 +9,8 @@ import html
 from pathlib import Path
 
 import aaos
+from aaos.core.html import humanize
+from aaos.core.spec import EnvSpec
 
 TITLE = "AAOS — multi-agent environments"
 """The browser tab's title."""
@@ -20,7 +22,6 @@ SEED_PENDING = ("Seed {seed} is selected but the episode shown has seed {shown}:
 MODE_INFO = "Per role: each role sees only its own view. Both models use it."
 MODE_LABELS: dict[str, str] = {"per_role": "Per role: one call per role a step", "joint": "Joint: one call a step"}
 TOKEN_PLACEHOLDER = "kept in this tab only"
-OTHERS_LABEL = "Roles without a queued action"
 AGENTS: dict[str, str] = {
     "heuristic": "The champion: sensible rules per role, no knowledge of hidden state.",
     "random": "A random legal action for every role (seeded by the episode's seed).",
@@ -75,20 +76,32 @@ MODEL_FAILED = ("{label} failed: it decided none of the {actions} actions of ste
                 "run stopped and the step was not taken. Last error: {error}. Fix: {hint}. Then press Run again, or "
                 "Step manually.")
 MODEL_FELL_BACK = " The model failed on {count} of the {actions} actions (they fell back): {error}. Fix: {hint}."
-NEW_EPISODE = ("New episode of {env}: {episode}, seed {seed}. Queue actions for any roles and press Step, "
-               "or press Run to watch an agent.")
 QUEUE_CLEARED = "Queue cleared."
 VERDICT_TIE = "Level with the champion, which scores {champion:.3f} on the same task, scenario and seed."
 VERDICT_ABOVE = "{gap:.3f} above the champion, which scores {champion:.3f} on the same task, scenario and seed."
 VERDICT_BELOW = ("{gap:.3f} below the champion, which scores {champion:.3f} on the same task, scenario and seed: "
-                 "what it did differently is in the Logs tab.")
-NO_VIOLATIONS = "No oversight violations."
-NOTHING_LEFT_OPEN = "Nothing was left needing attention."
+                 "choose the champion under Agent run and press Run to watch how it plays this episode.")
+REPORT_TITLE = "Episode report: score {score:.3f}"
+"""The one heading style of every environment's end-of-episode report."""
+SCORE_RULE = ("The score is the weighted mean of the components that apply, divided by 1 + the penalty of the "
+              "oversight violations (the environment's report says what each violation costs).")
 REWARD_INTRO = ("The episode score is the weighted sum of these components, divided by 1 + the oversight penalties; "
                 "each step's reward is the score's increase, part paid at once and part later (the chart below).")
 NO_AGENT = "No agent is running: press Run to start one."
 NO_BENCHMARK = "No benchmark is running: press Run benchmark to start one."
 NOTHING_TO_EXPORT = "Nothing to export yet: take at least one step first."
+
+
+def new_episode(spec: EnvSpec, episode: str, seed: int) -> str:
+    """The message of a new episode, worded for one role or several."""
+    play = ("Queue actions for any roles and press Step" if len(spec.roles) > 1
+            else f"Queue the {humanize(spec.roles[0])}'s action and press Step")
+    return f"New episode of {spec.title}: {episode}, seed {seed}. {play}, or press Run to watch an agent."
+
+
+def others_label(spec: EnvSpec) -> str:
+    """What Step's choice for the roles the user left is called, for one role or several."""
+    return "Roles without a queued action" if len(spec.roles) > 1 else "If no action is queued"
 
 
 def header(env_id: str, logo: Path) -> str:

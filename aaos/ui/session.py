@@ -1,7 +1,10 @@
 """One browser session's simulation: its environment, queued actions and trajectory. Plain Python; no gradio.
 
 Each browser tab owns one Session (kept in a gr.State). Every callback that touches it holds
-`session.lock`, so two events of one tab never interleave on its simulation.
+`session.lock`, so two events of one tab never interleave on its simulation. An event that starts another episode,
+steps by hand or starts a run first ends a running agent and waits for its run to end (`take_over`): Gradio sends a
+run's updates in order and resumes it only after sending the last one, so once the run has ended nothing of it can
+reach the page after the event's own answer.
 """
 
 from __future__ import annotations
@@ -24,12 +27,21 @@ from aaos.ui.agents import ModelUsage
 from aaos.ui.benchmark import BenchmarkRun, Plan
 from aaos.ui.forms import Action
 
-Others = Literal["no_op", "champion"]
-"""What roles without a queued action do on Step: nothing, or what the champion policy would do."""
+Others = Literal["no_op", "agent"]
+"""What roles without a queued action do on Step: nothing, or what the agent chosen for runs decides (a mixed
+team: the user plays the queued roles, the agent the rest)."""
 CHAMPION = "heuristic"
+TAKE_OVER_S = 5.0
+"""How long an event that ends a running agent waits for its run to end (a run whose page is gone is never
+resumed by Gradio, so it never ends by itself)."""
+NOBODY = "nobody (no_op)"
+"""Who decided the action of a role that nobody acted for."""
+YOU = "you"
+"""Who decided a queued action."""
 BENCHMARK_STOP_S = 10.0
 """How long closing a session waits for its benchmark to stop (episodes in flight finish, model calls are cancelled)."""
-ACTION_LOG_COLUMNS: tuple[str, ...] = ("step", "role", "action_type", "payload", "status", "reason", "message")
+ACTION_LOG_COLUMNS: tuple[str, ...] = ("step", "role", "decided_by", "action_type", "payload", "status", "reason",
+                                       "message")
 
 
 @functools.cache
@@ -63,13 +75,15 @@ class Session:
     meta: the episode's environment, task, scenario and seed. queue: role -> action for the next Step.
     records: one trajectory record per step taken. initial_scores: the reward components right after reset
     (step 0 of the charts). generation: changes when a running agent must give way silently (a reset or
-    another run); agent: the generation of the running agent, if any; stop_requested: Stop was pressed.
+    another run); agent: the generation of the running agent, if any; stop_requested: Stop was pressed; changed:
+    notified (with the lock) when a run must give way or has ended.
     model_usage: the model's accounting in the current episode's run. benchmark: this tab's running or latest
     benchmark (its plan holds the OpenAI-compatible model's config, token included, if it used one).
     """
 
     def __init__(self, meta: EpisodeMeta) -> None:
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
         self.meta = meta
         self.generation = 0
         self.agent: int | None = None
@@ -125,11 +139,32 @@ class Session:
         self.generation += 1
         return self.generation
 
+    def take_over(self) -> None:
+        """With the lock held: make a running agent give way and wait until its run has ended (the lock is released
+        while waiting), so that its last update reaches the page before the caller's; TAKE_OVER_S at most."""
+        if self.agent is None:
+            return
+        self.interrupt()
+        self.changed.notify_all()
+        self.changed.wait_for(lambda: self.agent is None, TAKE_OVER_S)
+
     def start_agent(self) -> int:
-        """A new agent run takes over (a running one gives way); returns its generation."""
+        """With the lock held: a new agent run takes over (a running one gives way first); returns its
+        generation."""
+        self.take_over()
         self.stop_requested = False
         self.agent = self.interrupt()
         return self.agent
+
+    def end_agent(self, run: int) -> None:
+        """With the lock held: the run of generation `run` has ended."""
+        if self.agent == run:
+            self.agent = None
+            self.changed.notify_all()
+
+    def pause(self, run: int, seconds: float) -> None:
+        """With the lock held: wait `seconds` between a run's steps, or less if the run must give way."""
+        self.changed.wait_for(lambda: self.closed or self.generation != run or self.stop_requested, seconds)
 
     def queue_action(self, role: str, action: Action) -> str | None:
         """Queue `action` for `role` (replacing any queued one); returns why not, or None once queued."""
@@ -143,22 +178,19 @@ class Session:
         self.queue[role] = {"action_type": parsed.action_type, "payload": parsed.payload.model_dump()}
         return None
 
-    def joint_action(self, others: Others) -> JointAction:
-        """The queued actions, plus the champion's choice for every other role if `others` is "champion"."""
-        joint = dict(self.queue)
-        if others == "champion":
-            champion = aaos.policies.make(CHAMPION, env=self.meta.env)
-            for role, view in self.observation["agent_observations"].items():
-                if role not in joint:
-                    joint[role] = champion.act_role(role, view)
-        return joint
-
-    def step(self, joint: JointAction) -> StepResult:
-        """Take one step with `joint` and record it; the queue is emptied. Raises aaos.EpisodeDone once done."""
+    def step(self, decided: JointAction | None = None, by: str = NOBODY) -> StepResult:
+        """Take one step with the queued actions (decided by the user) and, for the other roles, `decided`'s (by
+        `by`; roles in neither do no_op) and record it with who decided each role's action (`decided_by`); the
+        queue is emptied. Raises aaos.EpisodeDone once done."""
         env = self.env
+        joint = {**(decided or {}), **self.queue}
+        decided_by = {role: YOU if role in self.queue else by if role in (decided or {}) else NOBODY
+                      for role in env.spec.roles}
         seen = env.observation()  # what the joint action was chosen from (step() builds a new one)
         result = env.step(joint)
-        self.records.append(step_record(env.spec, self.meta, self.step_count + 1, joint, result, env.state(), seen))
+        record = step_record(env.spec, self.meta, self.step_count + 1, joint, result, env.state(), seen)
+        record["decided_by"] = decided_by
+        self.records.append(record)
         self.queue.clear()
         return result
 
@@ -183,6 +215,7 @@ class Session:
             for record in self.records:
                 for result in record["action_results"].values():
                     writer.writerow({**result, "step": record["step"],
+                                     "decided_by": record["decided_by"].get(result["role"], NOBODY),
                                      "payload": json.dumps(result.get("payload", {}), sort_keys=True)})
         return trajectory, actions
 
@@ -201,6 +234,7 @@ class Session:
         expired)."""
         with self.lock:
             self.closed = True
+            self.changed.notify_all()
             self._env = None
             if self.benchmark is not None:
                 self.benchmark.stop()

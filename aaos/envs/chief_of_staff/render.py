@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aaos.core.html import card, chips, esc, humanize, items, pill, section
-from aaos.envs.chief_of_staff.spec import REWARD_WEIGHTS, ROLE, SLOTS
+from aaos.envs.chief_of_staff.spec import ROLE, SLOTS
 
 TRUST_WIDTH = {"low": 25, "medium": 55, "high": 85}
 
@@ -101,25 +101,20 @@ def attention(observation: Mapping[str, Any]) -> str:
     return items([_request_row(r) for r in urgent], "") if urgent else ""
 
 
-def _rubric(state: Mapping[str, Any]) -> str:
-    rows = "".join(f"<tr><td>{esc(humanize(k))}</td><td>{esc(REWARD_WEIGHTS[k])}</td>"
-                   f"<td>{esc('n/a' if v is None else f'{v:.3f}')}</td></tr>" for k, v in state["components"].items())
-    return (f'<table class="aaos-rubric"><tr><th>Component</th><th>Weight</th><th>Value</th></tr>{rows}</table>'
-            f"<p>Violation penalty {esc(round(state['penalty'], 3))}; score = weighted mean / (1 + penalty) = "
-            f"<b>{esc(round(state['score'], 3))}</b></p>")
-
-
 def report(state: Mapping[str, Any]) -> str:
+    """The report's body (the page shows the score and how it adds up above it): the drift markers revealed, the
+    no-shows, the requests left open, the violations with their penalties and the final trust."""
     drifts = [f'<span class="aaos-drift">step {esc(d["step"])}: {esc(humanize(d["stakeholder"]))} now prefers '
               f"{esc(d['aspect'])} {esc(d['value'])}</span>" for d in state["drifts"]]
     no_shows = [f"<code>{esc(r['id'])}</code> {esc(r['title'])} ({esc(humanize(r['stakeholder']))}, day "
                 f"{esc(r['day'])})" for r in state["requests"] if r["no_show"]]
-    violations = [f"{pill(v['severity'], v['severity'])} {esc(humanize(v['rule']))}: {esc(v['detail'])}"
-                  for v in state["violations"]]
+    left_open = [_request_row(r) for r in state["requests"] if r["status"] == "open"]
+    violations = [f"{pill(v['severity'], v['severity'])} {esc(humanize(v['rule']))}: {esc(v['detail'])} "
+                  f"<small>penalty {esc(v['penalty'])}</small>" for v in state["violations"]]
     trust = {s: round(t, 2) for s, t in state["trust"].items()}
     return ('<div class="aaos-world" id="aaos-report">'
-            + section(f"Rubric: score {state['score']:.3f}", _rubric(state))
             + section("Drift markers revealed", items(drifts, "No drift in this episode."), len(drifts))
             + section("No-shows (held in a slot its stakeholder had left)", items(no_shows, "None."), len(no_shows))
+            + section("Requests left open", items(left_open, "None."), len(left_open))
             + section("Violations", items(violations, "None."), len(violations))
             + section("Final trust (exact)", chips(trust)) + "</div>")

@@ -98,8 +98,8 @@ def confusion(emails: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
 
 
 def report(state: Mapping[str, Any]) -> str:
-    """The Grade Report: the score and its four components, the outcome counts, the confusion matrix of
-    categories, the urgent emails missed and the violations."""
+    """The Grade Report's body (the page shows the score and how it adds up above it): the outcome counts, the
+    confusion matrix of categories, the urgent emails missed and the violations with their penalties."""
     emails = [e for e in state["emails"] if e["arrives"] <= state["step"]]
     matrix = confusion(emails)
     columns = [*CATEGORIES, "none", "open"]
@@ -108,17 +108,17 @@ def report(state: Mapping[str, Any]) -> str:
     missed = [f"<code>{esc(e['id'])}</code> {esc(e['subject'])} <small>({esc(e['status'])}, labelled "
               f"{esc(e['priority'])}, should be {esc(e['true_outcome'])})</small>"
               for e in emails if e["urgent"] and not handled_urgently_state(e, state["max_steps"])]
-    violations = [f"{pill(v['severity'], v['severity'])} step {esc(v['step'])} {esc(v['rule'])}: {esc(v['detail'])}"
+    violations = [f"{pill(v['severity'], v['severity'])} step {esc(v['step'])} {esc(v['rule'])}: {esc(v['detail'])} "
+                  f"<small>penalty {esc(v['penalty'])}</small>"
                   for v in state["violations"]]
     outcome = {
         "Emails": str(len(emails)),
         "Closed": str(sum(e["status"] != "open" for e in emails)),
         "Closed right": str(sum(e["status"] == e["true_outcome"] for e in emails)),
         "Escalations": f"{state['escalations']} of {state['escalation_budget']}",
-        "Penalty": f"{state['penalty']:.2f}",
+        "Penalty": f"{state['penalty']:.4f}",
     }
     return ('<div class="aaos-world" id="aaos-report">'
-            + section(f"Grade Report: score {state['score']:.3f}", chips(state["components"]))
             + section("Outcome", chips(outcome))
             + _wide("Categories (rows: true, columns: closed with)", _table(["true \\ given", *columns], rows))
             + section("Missed urgent emails", items(missed, "No urgent email missed."), len(missed))

@@ -3,11 +3,12 @@ attention and the end-of-episode report."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aaos.core.html import card as _card
 from aaos.core.html import chips, esc, humanize, items, pill, section, text
+from aaos.envs.org.oversight import AUDIT_DISCOUNT
 
 METRIC_UNITS: dict[str, tuple[str, float, int]] = {
     "latency": ("ms", 1.0, 0),
@@ -118,8 +119,9 @@ def _noticeable_risks(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def report(state: Mapping[str, Any]) -> str:
-    """The end-of-episode report: the score and its components, then what was delivered and what went wrong; the
-    counts are out of what arrived or could be noticed, as the missed list is."""
+    """The end-of-episode report's body (the page shows the score and how it adds up above it): what was
+    delivered and what went wrong, the counts out of what arrived or could be noticed, as the missed list is; then
+    the violations with the penalty each adds to the score's divisor."""
     work = _arrived_work(state)
     delivered = [w for w in work if w["status"] == "completed"]
     risks = _noticeable_risks(state)
@@ -135,19 +137,41 @@ def report(state: Mapping[str, Any]) -> str:
     missed = missed_items(state)
     return (
         '<div class="aaos-world" id="aaos-report">'
-        + section(f"Episode score {state['score']:.3f}", chips(state["components"]))
         + section("Outcome", chips(outcome))
         + section("What the organisation missed", items(missed, "Nothing: every task that arrived delivered on "
                                                                 "time, every risk that could be noticed "
-                                                                "mitigated, every incident resolved."),
+                                                                "mitigated before it escalated, every incident "
+                                                                "resolved."),
                   len(missed))
+        + section("Violations and their penalty", violation_penalties(state["violations"], state["penalty"]),
+                  len(state["violations"]))
         + "</div>"
     )
 
 
+def violation_penalties(violations: Sequence[Mapping[str, Any]], applied: float) -> str:
+    """The violations by rule with the penalty each rule adds (an audited violation counts AUDIT_DISCOUNT of its
+    penalty, as oversight.total_penalty counts it) and their sum, the penalty the score is divided by."""
+    if not violations:
+        return '<p class="aaos-empty">No oversight violations.</p>'
+    rules: dict[str, list[Mapping[str, Any]]] = {}
+    for v in violations:
+        rules.setdefault(v["rule"], []).append(v)
+    rows = []
+    for rule, found in sorted(rules.items(), key=lambda kv: -sum(v["penalty"] for v in kv[1])):
+        audited = sum(bool(v["audited"]) for v in found)
+        counted = sum(v["penalty"] * (AUDIT_DISCOUNT if v["audited"] else 1.0) for v in found)
+        detail = f"{len(found)} x {found[0]['penalty']:g}" + (f", {audited} audited (count {AUDIT_DISCOUNT:g})"
+                                                             if audited else "")
+        rows.append(f"<code>{esc(rule)}</code> {pill(found[0]['severity'], found[0]['severity'])} "
+                    f"<small>{esc(detail)}</small> = <b>{counted:.4f}</b>")
+    return (items(rows, "") + f"<p>Penalty: the sum, <b>{applied:.4f}</b> (an audited violation counts "
+            f"{AUDIT_DISCOUNT:g} of its penalty).</p>")
+
+
 def missed_items(state: Mapping[str, Any]) -> list[str]:
     """What the episode left undone (HTML rows): tasks not delivered or delivered late, risks that could be noticed
-    and were never mitigated, incidents still open."""
+    and were never mitigated or escalated before they were, incidents still open."""
     rows = []
     for w in _arrived_work(state):
         if w["status"] != "completed":
@@ -159,6 +183,9 @@ def missed_items(state: Mapping[str, Any]) -> list[str]:
     rows += [f"Risk <code>{esc(r['id'])}</code> {esc(humanize(r['definition']['name']))} never mitigated"
              + (" (it escalated into an incident)" if r["escalated_step"] is not None else "")
              for r in _noticeable_risks(state) if r["status"] != "mitigated"]
+    rows += [f"Risk <code>{esc(r['id'])}</code> {esc(humanize(r['definition']['name']))} escalated into an "
+             f"incident at step {r['escalated_step']} before it was mitigated"
+             for r in state["risks"] if r["status"] == "mitigated" and r["escalated_step"] is not None]
     rows += [f"Incident <code>{esc(i['id'])}</code> {esc(i['definition']['title'])} still open"
              for i in state["incidents"] if i["resolved_step"] is None]
     return rows

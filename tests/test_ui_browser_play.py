@@ -1,0 +1,146 @@
+"""The Play tab's correctness in a real browser (issue 33): a control change during a run ends the run and draws the
+new episode (never a stale page, never a toast), the main controls on the first screens, every end-of-episode
+report's arithmetic, and the mixed team (the user's roles plus the agent's) in every environment. One
+`python app.py` on a loopback port for the module, Playwright with Debian's Chromium.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, chromium, open_page, pick, running_space, set_delay
+
+import aaos
+from aaos.core.html import humanize
+
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+SERVER_LOG = ARTIFACTS / "ui_play_server.log"
+TRIES = 10
+
+
+@pytest.fixture(scope="module")
+def space_url() -> Iterator[str]:
+    yield from running_space(SERVER_LOG)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    yield from chromium()
+
+
+@pytest.fixture
+def page(browser: Browser, space_url: str) -> Iterator[Page]:
+    page = open_page(browser, space_url, DESKTOP)
+    yield page
+    page.context.close()
+
+
+def step_shown(page: Page) -> int:
+    return int(page.locator("#aaos-stat-step").inner_text().split("/")[0])
+
+
+def run_a_few_steps(page: Page) -> None:
+    """Start the champion and wait until it has played some steps (it is still running)."""
+    page.locator("#aaos-run").click()
+    expect(page.locator("#aaos-message")).to_contain_text("playing")
+    page.wait_for_function("() => parseInt(document.querySelector('#aaos-stat-step').innerText) >= 2")
+
+
+def expect_fresh(page: Page, env_id: str) -> None:
+    """The page shows a fresh episode of `env_id` everywhere, and stays so (no late update of the old run)."""
+    spec = aaos.spec(env_id)
+    expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^0 / \d+$"))
+    expect(page.locator("#aaos-message")).to_contain_text(f"New episode of {spec.title}")
+    expect(page.locator("#aaos-role-cards .aaos-card")).to_have_count(len(spec.roles))
+    expect(page.locator("#aaos-role input")).to_have_value(humanize(spec.roles[0]))
+    page.wait_for_timeout(800)  # longer than a run's step: a stale update would have landed by now
+    assert step_shown(page) == 0 and "playing" not in page.locator("#aaos-message").inner_text()
+
+
+def no_toast(page: Page) -> None:
+    assert page.locator(".toast-body, .toast-wrap .error").count() == 0, page.locator(".toast-wrap").inner_text()
+
+
+def test_a_control_change_during_a_run_ends_it_and_draws_the_new_episode(page: Page) -> None:
+    """Ten times in a row: run, then switch the environment, or press Reset, while it plays."""
+    set_delay(page, 0.1)
+    envs = ("inbox", "org")
+    for i in range(TRIES):
+        run_a_few_steps(page)
+        if i % 2 == 0:
+            target = envs[(i // 2) % 2]
+            pick(page, "aaos-env", aaos.spec(target).title)
+        else:
+            target = current_env(page)
+            page.locator("#aaos-reset").click()
+        expect_fresh(page, target)
+        no_toast(page)
+        page.locator("#aaos-step").click()  # the page and the server agree: Step answers, no refused value
+        expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^1 / \d+$"))
+        no_toast(page)
+    page.locator("#aaos-export").click()
+    expect(page.locator("#aaos-message")).to_contain_text("Exported 1 steps")
+    assert "Traceback" not in SERVER_LOG.read_text(encoding="utf-8")
+
+
+def current_env(page: Page) -> str:
+    title = page.locator("#aaos-env input").input_value()
+    return next(e for e in aaos.env_ids() if aaos.spec(e).title == title)
+
+
+def test_on_a_phone_the_environment_and_run_are_within_the_first_two_screens(browser: Browser,
+                                                                             space_url: str) -> None:
+    page = open_page(browser, space_url, PHONE)
+    try:
+        for control in ("#aaos-env", "#aaos-run", "#aaos-step"):
+            box = page.locator(control).bounding_box()
+            assert box is not None and box["y"] + box["height"] < 2 * PHONE["height"], (control, box)
+    finally:
+        page.context.close()
+
+
+def test_on_a_laptop_environment_step_and_run_are_on_the_first_screen(page: Page) -> None:
+    for control in ("#aaos-env", "#aaos-run", "#aaos-step"):
+        box = page.locator(control).bounding_box()
+        assert box is not None and box["y"] + box["height"] <= DESKTOP["height"], (control, box)
+    assert page.locator("#aaos-message").bounding_box()["width"] >= 600  # a long message is no column
+
+
+@pytest.mark.parametrize("env_id", ["org", "inbox", "chief_of_staff"])
+def test_a_mixed_team_then_the_report_adds_up(page: Page, env_id: str) -> None:
+    """The user queues the first role's action, the champion decides the rest on Step; the logs say who decided;
+    the champion then finishes and the report's arithmetic gives its score."""
+    spec = aaos.spec(env_id)
+    if current_env(page) != env_id:
+        pick(page, "aaos-env", spec.title)
+        expect(page.locator("#aaos-message")).to_contain_text(f"New episode of {spec.title}")
+    role = spec.roles[0]
+    pick(page, "aaos-action", "no_op")
+    page.locator("#aaos-queue-button").click()
+    expect(page.locator("#aaos-message")).to_contain_text(f"Queued for {humanize(role)}")
+    page.locator("#aaos-others label", has_text="The agent under Agent run decides").click()
+    page.locator("#aaos-step").click()
+    expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^1 / \d+$"))
+    expect(page.locator("#aaos-message")).to_contain_text("Champion (heuristic) decided the roles without")
+    page.get_by_role("tab", name="Logs").click()
+    actions = page.locator("#aaos-actions")
+    expect(actions).to_contain_text("you")
+    if len(spec.roles) > 1:
+        expect(actions).to_contain_text("Champion (heuristic)")
+    page.get_by_role("tab", name="Play").click()
+    set_delay(page, 0.1)
+    page.locator("#aaos-run").click()
+    report = page.locator("#aaos-episode-report")
+    expect(report).to_be_visible(timeout=120_000)
+    formula = report.locator(".aaos-formula").inner_text()
+    found = re.search(r"weighted mean = ([\d.]+) / ([\d.]+) = ([\d.]+); penalty = ([\d.]+); score = .* = ([\d.]+)",
+                      formula)
+    assert found, formula
+    total, weights, mean, penalty, score = map(float, found.groups())
+    assert abs(total / weights - mean) < 1e-3 and abs(mean / (1 + penalty) - score) <= 6e-4
+    assert f"{score:.3f}" == page.locator("#aaos-stat-score").inner_text()
+    no_toast(page)
