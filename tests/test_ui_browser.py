@@ -370,14 +370,12 @@ def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     return a["x"] < b["right"] and b["x"] < a["right"] and a["y"] < b["bottom"] and b["y"] < a["bottom"]
 
 
-def test_on_a_phone_play_comes_first_and_nothing_overlaps(browser: Browser, space_url: str) -> None:
+def test_on_a_phone_the_controls_come_first_and_nothing_overlaps(browser: Browser, space_url: str) -> None:
     page = open_space(browser, space_url, PHONE)
     try:
-        header = boxes(page, "#aaos-header")[0]
-        fold = header["bottom"] + PHONE["height"]  # the first screen after the header
-        for control in ("#aaos-step", "#aaos-role", "#aaos-action"):
-            assert boxes(page, control)[0]["bottom"] <= fold, control
-        assert boxes(page, "#aaos-sidebar")[0]["y"] > boxes(page, "#aaos-cards")[0]["y"]  # settings after Play
+        for control in ("#aaos-step", "#aaos-run", "#aaos-env"):  # within the first two screens
+            assert boxes(page, control)[0]["bottom"] <= 2 * PHONE["height"], control
+        assert boxes(page, "#aaos-sidebar")[0]["y"] < boxes(page, "#aaos-cards")[0]["y"]  # the episode's controls first
         stats = boxes(page, "#aaos-status .aaos-stat")
         assert len(stats) == 5 and all(s["right"] <= PHONE["width"] for s in stats)
         assert not any(overlap(a, b) for i, a in enumerate(stats) for b in stats[i + 1:])
