@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
-from aaos.server.models import MAX_JSON_DEPTH, WireAction, json_depth_exceeds, typed_joint_action
+from aaos.server.models import MAX_JSON_DEPTH, MAX_MESSAGES, WireAction, json_depth_exceeds, typed_joint_action
 from aaos.server.sessions import SessionConfig
 from aaos.server.wire import dumps
 
@@ -202,3 +203,69 @@ def test_the_depth_limit_counts_every_container_from_the_top(depth: int, leaf: A
               "x": [nested_containers(depth, leaf)]}
     assert json_depth_exceeds(beside, MAX_JSON_DEPTH) is (levels + 2 > MAX_JSON_DEPTH)
     assert json_depth_exceeds("text", 0) is False and json_depth_exceeds([], 0) is True
+
+
+# --- text no UTF-8 can hold, numbers too long to decode, and long lists of problems ------------------------------
+
+LONE_SURROGATES = ["\\ud800", "\\udfff", "x\\ud83d", "\\ude00y"]  # as escaped in JSON text; "\ud83d\ude00" is a pair
+
+
+def body_with(text: str, session_id: str, where: str) -> bytes:
+    """A /step body with `text` (JSON-escaped already) in a payload string, a metadata string or a role key."""
+    plan = {"product_manager": {"action_type": "propose_plan", "payload": {"plan": "@", "addresses": "compute"}}}
+    action = {"payload": plan, "metadata": {"metadata": {"note": "@"}, **plan}, "key": {"@": None}}[where]
+    return json.dumps({"session_id": session_id, "action": action}).replace("@", text).encode()
+
+
+@pytest.mark.parametrize("text", LONE_SURROGATES)
+@pytest.mark.parametrize("where", ["payload", "metadata", "key"])
+def test_a_lone_surrogate_anywhere_in_an_action_is_a_422_naming_the_field(http: httpx.Client, text: str,
+                                                                          where: str) -> None:
+    session_id = open_session(http, seed=3)
+    before = http.get("/state", params={"session_id": session_id}).json()
+    response = http.post("/step", content=body_with(text, session_id, where),
+                         headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    (message,) = response.json()["detail"]
+    assert message.startswith("action") and "lone surrogate" in message, message
+    assert http.get("/state", params={"session_id": session_id}).json() == before
+
+
+def test_a_surrogate_pair_is_the_character_it_encodes(http: httpx.Client) -> None:
+    session_id = open_session(http, seed=3)
+    response = http.post("/step", content=body_with("\\ud83d\\ude00", session_id, "payload"),
+                         headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.json()["info"]["action_results"]["product_manager"]["payload"]["plan"] == "\U0001f600"
+
+
+@pytest.mark.parametrize(("path", "body"), [("/reset", '{"episode_id": "\\ud800"}'),
+                                            ("/reset", '{"roles": ["\\udc00"]}'),
+                                            ("/close", '{"session_id": "a\\ud800"}')])
+def test_a_lone_surrogate_in_a_request_field_says_so(http: httpx.Client, path: str, body: str) -> None:
+    response = http.post(path, content=body.encode(), headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "lone surrogate" in response.json()["detail"][0]
+
+
+@pytest.mark.parametrize("path", ["/reset", "/step", "/close"])
+def test_an_integer_too_long_to_decode_is_a_400_that_says_so(http: httpx.Client, path: str) -> None:
+    body = b'{"seed": ' + b"7" * 5000 + b"}"
+    response = http.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert f"more than {sys.get_int_max_str_digits()} digits" in detail and "nest" not in detail, detail
+
+
+def test_a_long_list_of_problems_says_how_many_more_there_are(http: httpx.Client) -> None:
+    session_id = open_session(http)
+    unknown_roles = {f"intern_{n}": {"action_type": "no_op"} for n in range(MAX_MESSAGES + 7)}
+    response = http.post("/step", json={"session_id": session_id, "action": unknown_roles})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert len(detail) == MAX_MESSAGES + 1 and detail[:2] == ["action.intern_0: Extra inputs are not permitted",
+                                                              "action.intern_1: Extra inputs are not permitted"]
+    assert detail[-1] == "and 7 more"
+    exactly = {f"intern_{n}": None for n in range(MAX_MESSAGES)}
+    listed = http.post("/step", json={"session_id": session_id, "action": exactly}).json()["detail"]
+    assert len(listed) == MAX_MESSAGES and "more" not in listed[-1]

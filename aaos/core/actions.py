@@ -7,7 +7,7 @@ that says what to fix, and the role does the spec's no-op instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,13 +95,25 @@ def _describe(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def at_most(items: Sequence[str], limit: int) -> list[str]:
+    """The first `limit` items, then (when there are more) one saying how many were left out: "and 7 more"."""
+    shown = list(items[:limit])
+    if len(items) > limit:
+        shown.append(f"and {len(items) - limit} more")
+    return shown
+
+
+MAX_PAYLOAD_PROBLEMS = 3
+"""At most this many problems of one payload are named in a rejected action's message."""
+
+
 def validation_message(error: ValidationError) -> str:
     """One readable line per problem, naming the payload field: 'payload.task_id: Field required'."""
     parts = []
-    for problem in error.errors()[:3]:
+    for problem in error.errors():
         where = ".".join(str(p) for p in problem["loc"]) or "payload"
         parts.append(f"payload.{where}: {problem['msg']}" if where != "payload" else problem["msg"])
-    return "; ".join(parts)
+    return "; ".join(at_most(parts, MAX_PAYLOAD_PROBLEMS))
 
 
 def _json_safe(payload: dict[Any, Any]) -> dict[str, Any]:
@@ -220,8 +232,9 @@ def _problem(spec: EnvSpec, role: str, raw: dict[str, Any], action_type: Any, ac
 
 
 def _listing(values: list[Any], limit: int = 12) -> str:
-    shown = ", ".join(str(v) for v in values[:limit])
-    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+    """Choices inline: "a, b, c and 9 more"."""
+    shown = at_most([str(v) for v in values], limit)
+    return ", ".join(shown[:limit]) + "".join(f" {more}" for more in shown[limit:])
 
 
 def legal_problem(spec: EnvSpec, role: str, raw: Any, legal: Mapping[str, Mapping[str, Any]]) -> ParsedAction | str:

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import sys
 import time
 from collections.abc import Container, Sequence
 from typing import Annotated, Any
@@ -47,6 +48,7 @@ from aaos.server.environment import AAOSEnvironment, InvalidAction
 from aaos.server.mcp_routes import MCP_REMEDY, McpRoutes, add_mcp_routes
 from aaos.server.models import (
     MAX_JSON_DEPTH,
+    MAX_SEED,
     AAOSObservation,
     AAOSState,
     CloseRequest,
@@ -239,9 +241,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
-        if error.status_code == 400:  # FastAPI's only 400: BodyLimit passed the body as UTF-8, json.loads recursed out
-            return _problem(400, f"the request body nests too deeply to decode: JSON objects and arrays may nest at "
-                                 f"most {MAX_JSON_DEPTH} levels")
+        if error.status_code == 400 and error.__cause__ is not None:  # FastAPI could not decode a UTF-8 JSON body
+            return _problem(400, undecodable(error.__cause__))
         return await http_exception_handler(request, error)
 
     app.add_exception_handler(RequestValidationError, invalid_request)
@@ -252,6 +253,18 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Refused, refused)
     app.add_exception_handler(StateHidden, state_hidden)
     app.add_exception_handler(HTTPException, http_error)
+
+
+def undecodable(cause: BaseException) -> str:
+    """Why a body that is UTF-8 and not malformed JSON (FastAPI answers that with a 422 saying where) could not
+    be decoded, from what json.loads raised."""
+    if isinstance(cause, RecursionError):
+        return (f"the request body nests too deeply to decode: JSON objects and arrays may nest at most "
+                f"{MAX_JSON_DEPTH} levels")
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return (f"the request body holds an integer of more than {sys.get_int_max_str_digits()} digits, too long to "
+                f"decode; no field takes one (a seed is at most {MAX_SEED})")
+    return f"the request body could not be decoded as JSON: {clip(str(cause))}"
 
 
 class BodyLimit:

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import PydanticCustomError, core_schema, to_json
+from pydantic_core import PydanticCustomError, PydanticSerializationError, core_schema, to_json
 
 import aaos
 from aaos.core.env import JointAction
@@ -37,7 +37,8 @@ from aaos.core.spec import EnvSpec
 MAX_JSON_DEPTH = 16
 """Deepest nesting of objects and arrays accepted in a request (a valid one needs 5)."""
 MAX_MESSAGES = 20
-"""At most this many problems are listed in one error response."""
+"""At most this many problems are listed in one error response (then one line saying how many more there are:
+aaos.server.wire.clipped)."""
 MAX_SEED = 2**53 - 1
 """Largest seed: every JSON client (JavaScript included) represents it exactly."""
 
@@ -85,19 +86,60 @@ def integral(value: Any) -> Any:
     return value
 
 
+LONE_SURROGATE = ("a string holds a lone surrogate, which is not Unicode text: an escape from \\ud800 to \\udfff "
+                  "must be half of a pair (a high one, \\ud800-\\udbff, then a low one, \\udc00-\\udfff)")
+"""What is wrong with text that UTF-8 cannot encode (JSON's \\u escapes allow a half surrogate pair; I-JSON, and
+this server, do not)."""
+
+
 def error_messages(errors: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Validation errors as 'field.path: message' lines (the leading "body" of a request left out; an error about
-    the whole input is its message alone)."""
+    """Validation errors as 'field.path: message' lines, one per error (the leading "body" of a request left out;
+    an error about the whole input is its message alone). Input is quoted as Python escapes it, so that every
+    message is text (a lone surrogate is written \\ud800)."""
     messages = []
-    for error in errors[:MAX_MESSAGES]:
-        loc = [str(part) for part in error.get("loc", ())]
+    for error in errors:
+        loc = [_text(str(part)) for part in error.get("loc", ())]
         if error.get("type") == "json_invalid":
             reason = (error.get("ctx") or {}).get("error", "")
             messages.append(f"the body is not valid JSON: {reason} (at character {loc[-1] if len(loc) > 1 else 0})")
             continue
+        message = LONE_SURROGATE if error.get("type") == "string_unicode" else error.get("msg", "invalid")
         where = ".".join(loc[1:] if loc[:1] == ["body"] else loc)
-        messages.append(f"{where}: {error.get('msg', 'invalid')}" if where else error.get("msg", "invalid"))
+        messages.append(f"{where}: {message}" if where else message)
     return messages
+
+
+def _text(quoted: str) -> str:
+    """`quoted` with any lone surrogate written as its escape (\\ud800), so that UTF-8 can encode it."""
+    return quoted.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def lone_surrogate_at(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where in decoded JSON the first string holding a lone surrogate is (the path to it; for a key, the path to
+    its object), or None if there is none."""
+    if isinstance(value, str):
+        return None if _encodable(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not _encodable(key):
+                return path
+            found = lone_surrogate_at(item, (*path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = lone_surrogate_at(item, (*path, index))
+            if found is not None:
+                return found
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # --- OpenEnv types ---------------------------------------------------------------------------------------
@@ -194,7 +236,16 @@ class WireAction(Action, BoundedDepth):
         """This action validated as `env`'s typed joint action (ValidationError saying what is wrong), strictly
         as JSON: no coercion between JSON types (`true`, `"5"` or `2.5` is not an integer; a number without a
         fraction, 2 or 2.0, is). Strings still become the enum members they name."""
-        return action_model(env).model_validate_json(to_json(integral(self.model_dump())), strict=True)
+        data = integral(self.model_dump())
+        try:
+            text = to_json(data)
+        except PydanticSerializationError:  # a string (in a field typed Any) that no JSON text can hold
+            where = lone_surrogate_at(data)
+            if where is None:
+                raise
+            raise ValidationError.from_exception_data(type(self).__name__, [
+                {"type": "string_unicode", "loc": where, "input": None}]) from None
+        return action_model(env).model_validate_json(text, strict=True)
 
 
 ACCEPTED_CACHE_SIZE = 4096

@@ -20,6 +20,7 @@ import orjson
 from pydantic_core import to_jsonable_python
 
 import aaos
+from aaos.core.actions import at_most
 from aaos.core.env import Environment, JointAction, Observation, StepResult, seen_by
 from aaos.server.models import MAX_MESSAGES, InvalidParams
 
@@ -47,8 +48,8 @@ def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
 
 
 def clipped(messages: Sequence[str]) -> list[str]:
-    """At most MAX_MESSAGES messages, each clipped."""
-    return [clip(message) for message in messages[:MAX_MESSAGES]]
+    """At most MAX_MESSAGES messages, each clipped, then one saying how many more there are, if any."""
+    return [clip(message) for message in at_most(messages, MAX_MESSAGES)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class Lean:
         unknown = [role for role in roles if role not in valid]
         if unknown:
             raise InvalidParams([f"roles: {clip(repr(role))} is not a role of {env!r}; the roles are "
-                                 f"{', '.join(valid)}" for role in unknown[:MAX_MESSAGES]])
+                                 f"{', '.join(valid)}" for role in unknown])
         return cls(tuple(dict.fromkeys(roles)), observe)
 
     def observation(self, observation: Observation | None) -> Observation | None:
