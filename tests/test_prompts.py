@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import aaos
-from aaos.agents.llm import InvalidAnswer, joint_role_answer, validate_answer
+from aaos.agents.llm import InvalidAnswer, decodable_calls, joint_role_answer, validate_answer
 from aaos.agents.prompts import (
     EMPTY,
     FILLED_TEXT,
@@ -23,6 +23,7 @@ from aaos.agents.prompts import (
     role_messages,
     seen_text,
 )
+from aaos.envs import kit_of
 from aaos.envs.org.prompting import VIEW_ORDER
 
 SPEC = aaos.spec("org")
@@ -162,7 +163,7 @@ def test_a_compact_answer_offers_each_legal_action_once_as_a_call_the_agent_read
     observation, done, checked = env.reset(), False, 0
     while not done and checked < 8:
         legal_by_role = {role: view["legal_actions"] for role, view in observation["agent_observations"].items()}
-        schema = compact_schema(legal_by_role)
+        schema = compact_schema({role: compact_calls(legal) for role, legal in legal_by_role.items()})
         assert schema["type"] == "array" and schema["minItems"] == schema["maxItems"] == len(legal_by_role)
         for role, legal in legal_by_role.items():
             calls = compact_calls(legal)
@@ -187,3 +188,27 @@ def test_a_compact_answer_that_is_no_legal_call_says_how_to_write_one() -> None:
     with pytest.raises(InvalidAnswer, match="not one of its legal actions now"):
         joint_role_answer(SPEC, "engineer", "query_metrics(metric=budget)", legal, "compact")
     assert joint_role_answer(SPEC, "engineer", {"action_type": "no_op"}, legal, "joint")["action_type"] == "no_op"
+
+
+def test_safe_decoding_leaves_out_what_the_guardrail_refuses_and_keeps_every_other_legal_call() -> None:
+    """chief_of_staff: once the champion has booked a meeting, a booking into that slot is a legal call the model
+    could write under "legal" decoding, but not under "safe" decoding; no_op always stays."""
+    env = aaos.make("steady_week", seed=3, env="chief_of_staff")
+    champion = aaos.policies.make("heuristic", env="chief_of_staff")
+    guardrail = kit_of("chief_of_staff").guardrail
+    observation, into_taken_seen = env.reset(), 0
+    while not env.done:
+        view = observation["agent_observations"]["chief_of_staff"]
+        legal_calls = decodable_calls(env.spec, "chief_of_staff", view, "legal")
+        safe_calls = decodable_calls(env.spec, "chief_of_staff", view, "safe")
+        assert "no_op()" in safe_calls
+        assert {call for call in legal_calls if call not in safe_calls} == {
+            call for call, action in legal_calls.items() if guardrail("chief_of_staff", action, view) is not None}
+        taken = {(day["day"], slot) for day in view["calendar"] for slot, cell in day["slots"].items()
+                 if cell["booked"]}
+        into_taken = {call for call, action in legal_calls.items() if action["action_type"] == "schedule"
+                      and (action["payload"]["day"], action["payload"]["slot"]) in taken}
+        into_taken_seen += len(into_taken)
+        assert not into_taken & set(safe_calls)
+        observation = env.step(champion.act(observation)).observation
+    assert into_taken_seen, "the episode never offered a booking into a taken slot"

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 Mode = Literal["per_role", "joint", "compact"]
+Decoding = Literal["legal", "safe"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 TIERS = ("primary", "secondary", "champion")
 LAST_ERROR_CHARS = 300
@@ -111,6 +112,9 @@ class LLMConfig:
     fallback: who acts for a role whose every tier failed: the environment's champion (the Space, the
     benchmark), or nobody ("noop": the role does nothing, so that a score is the model's own, as aaos train
     evaluates). Either way the decision is counted as a fallback.
+    decoding (compact mode): "legal", the answer's schema enumerates every legal call; "safe", only the legal
+    calls the environment's guardrail (aaos.core.kit.EnvKit.guardrail) does not refuse, no-op always among
+    them, so a server that constrains output (llama.cpp) cannot emit, say, a booking into a taken slot.
     """
 
     model: str
@@ -125,6 +129,7 @@ class LLMConfig:
     backoff_s: float = 0.5
     seed: int | None = 0
     fallback: Literal["champion", "noop"] = "champion"
+    decoding: Decoding = "legal"
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMConfig | None:
@@ -218,6 +223,17 @@ def joint_role_answer(spec: EnvSpec, role: str, value: Any, legal: dict[str, dic
         raise InvalidAnswer(f"{value[:80]!r} is not one of its legal actions now: write one as listed, with one "
                             f"choice per field")
     return validate_answer(spec, role, action, legal)
+
+
+def decodable_calls(spec: EnvSpec, role: str, view: dict[str, Any],
+                    decoding: Decoding) -> dict[str, Action]:
+    """The compact calls a role's answer may be decoded to (see LLMConfig.decoding) -> their actions."""
+    calls = compact_calls(view["legal_actions"])
+    if decoding == "legal":
+        return calls
+    guardrail = kit_of(spec.id).guardrail
+    return {call: action for call, action in calls.items()
+            if action["action_type"] == spec.noop_action or guardrail(role, action, view) is None}
 
 
 def decode(content: str | None) -> Any:
@@ -404,13 +420,12 @@ class LLMPolicy(Policy):
 
     async def _joint(self, observation: Observation) -> JointAction:
         views = observation["agent_observations"]
-        legal = {role: view["legal_actions"] for role, view in views.items()}
         undecided = dict(views)
         decided: JointAction = {}
         messages = (compact_messages if self.mode == "compact" else joint_messages)(observation, self.spec)
         for tier_name, tier in zip(TIERS, self.tiers, strict=False):
             try:
-                answer = await self._joint_answer(tier, messages, legal)
+                answer = await self._joint_answer(tier, messages, views)
             except (InvalidAnswer, self._openai.APIError) as error:
                 self.stats.give_up(tier, error)
                 continue
@@ -428,9 +443,12 @@ class LLMPolicy(Policy):
         return {role: decided[role] for role in views}
 
     async def _joint_answer(self, tier: _Tier, messages: list[dict[str, str]],
-                            legal: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Action]:
+                            views: dict[str, dict[str, Any]]) -> dict[str, Action]:
         """The valid per-role actions of one tier's joint answer, after one repair turn for the rest."""
-        schema = (compact_schema if self.mode == "compact" else joint_schema)(legal)
+        legal = {role: view["legal_actions"] for role, view in views.items()}
+        schema = (compact_schema({role: decodable_calls(self.spec, role, view, tier.config.decoding)
+                                  for role, view in views.items()})
+                  if self.mode == "compact" else joint_schema(legal))
         reply = await self._complete(tier, messages, schema)
         valid, errors = self._joint_valid(reply, legal)
         if errors:

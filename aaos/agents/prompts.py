@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aaos.core.kit import Prompting
@@ -265,14 +265,15 @@ def compact_calls(legal: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
     return calls
 
 
-def compact_schema(legal_by_role: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """A JSON schema for a whole compact answer: an array with one of each role's legal calls, in role order."""
+def compact_schema(calls_by_role: Mapping[str, Iterable[str]]) -> dict[str, Any]:
+    """A JSON schema for a whole compact answer: an array with one of each role's calls (its legal calls, or
+    those of them the agent's decoding admits), in role order."""
     return {
         "type": "array",
-        "prefixItems": [{"enum": list(compact_calls(legal))} for legal in legal_by_role.values()],
+        "prefixItems": [{"enum": list(calls)} for calls in calls_by_role.values()],
         "items": False,
-        "minItems": len(legal_by_role),
-        "maxItems": len(legal_by_role),
+        "minItems": len(calls_by_role),
+        "maxItems": len(calls_by_role),
     }
 
 

@@ -13,8 +13,9 @@ changed setting reruns its stage and every stage after it:
     export    each adapter as a GGUF LoRA adapter that llama.cpp applies beside the base model -> sft.gguf, grpo.gguf
     evaluate  noop, random, the champion and the model untrained, after SFT and after SFT+GRPO, on holdout
               episodes (aaos.bench's runner; the model through the LLM agent on the local llama.cpp server, compact
-              mode, greedy; a role whose answer stays invalid does nothing, so a score is the model's own and the
-              valid-action rate is counted) -> eval.jsonl
+              mode, greedy, decoding only the legal calls the guardrail admits, and the final model once more
+              decoding every legal call; a role whose answer stays invalid does nothing, so a score is the model's
+              own and the valid-action rate is counted) -> eval.jsonl
     report    summary.json (settings, dataset sizes, the holdout rows with 95 % CIs, the gates, stage times),
               eval.csv, plots/*.png
 
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import aaos
-from aaos.agents.llm import LLMConfig
+from aaos.agents.llm import Decoding, LLMConfig
 from aaos.agents.local_model import ADAPTER_FILE, MODEL_NAME, LocalModelServer
 from aaos.bench.report import gate
 from aaos.bench.runner import plan_jobs, read_records, run
@@ -52,10 +53,17 @@ from aaos.training.plots import PLOTS
 from aaos.training.sft import sft_rows
 
 STAGES = ("collect", "sft", "grpo", "export", "evaluate", "report")
-MODELS = ("untrained", "sft", "sft_grpo")
-"""The model's three states, as the evaluation names them; the adapter of each (None: the base model)."""
+EVALUATED: dict[str, tuple[str | None, Decoding]] = {
+    "untrained": (None, "safe"), "sft": ("sft", "safe"), "sft_grpo": ("grpo", "safe"),
+    "sft_grpo_legal": ("grpo", "legal"),
+}
+"""Each model the evaluation plays: its adapter (None: the base model) and its decoding (LLMConfig.decoding). Every
+model decodes only the legal calls the environment's guardrail admits; the final one plays once more decoding
+every legal call, which measures what that constraint does."""
+MODELS = tuple(EVALUATED)
+FINAL = "sft_grpo"
+"""The model a run ships (its adapter is published)."""
 BASELINES = ("noop", "random", "heuristic")
-ADAPTER_OF = {"untrained": None, "sft": "sft", "sft_grpo": "grpo"}
 MODE = "compact"
 
 
@@ -97,9 +105,9 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
 """The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
 
 PRESETS: dict[str, Preset] = {
-    "cpu": Preset(train_seeds=3, sft_steps=80, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
+    "cpu": Preset(train_seeds=4, sft_steps=100, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
                   lora_layers=10, grpo_steps=4, grpo_generations=4, grpo_completion_tokens=96,
-                  grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=4),
+                  grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4),
     "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
                   lora_layers=None, grpo_steps=100, grpo_generations=8, grpo_completion_tokens=160,
                   grpo_temperature=0.9, grpo_learning_rate=1e-5, eval_seeds=3, eval_scenarios=None),
@@ -287,10 +295,10 @@ def export(run_: Run) -> None:
         write_gguf_lora(run_.out / "adapters" / adapter, run_.out / f"{adapter}.gguf")
 
 
-def model_config(server: LocalModelServer) -> LLMConfig:
-    """How the evaluation asks the model: the local agent's settings in compact mode, greedy, and a role whose
-    answer stays invalid does nothing (so that the score is the model's own)."""
-    return dataclasses.replace(server.config(MODE), fallback="noop")
+def model_config(server: LocalModelServer, decoding: Decoding) -> LLMConfig:
+    """How the evaluation asks the model: the local agent's settings in compact mode, greedy, with this decoding,
+    and a role whose answer stays invalid does nothing (so that the score is the model's own)."""
+    return dataclasses.replace(server.config(MODE), fallback="noop", decoding=decoding)
 
 
 def evaluate(run_: Run) -> None:
@@ -299,11 +307,10 @@ def evaluate(run_: Run) -> None:
     specs = {name: baseline(name) for name in BASELINES}
     jobs = plan_jobs(BASELINES, [run_.task], scenarios, run_.preset.eval_seeds, ("holdout",), run_.env)
     run(jobs, specs, out, concurrency=1)
-    for name in MODELS:
-        adapter = ADAPTER_OF[name]
+    for name, (adapter, decoding) in EVALUATED.items():
         server = LocalModelServer(lora=run_.out / f"{adapter}.gguf" if adapter else None).start()
         try:
-            spec = PolicySpec(name, "llm", model_config(server))
+            spec = PolicySpec(name, "llm", model_config(server, decoding))
             jobs = plan_jobs([name], [run_.task], scenarios, run_.preset.eval_seeds, ("holdout",), run_.env)
             run(jobs, {name: spec}, out, concurrency=1,
                 progress=lambda done, total, record: print(
@@ -326,7 +333,7 @@ def report(run_: Run) -> dict[str, Any]:
                   key=lambda row: order.index(row["policy"]))
     _write_csv(rows, run_.out / "eval.csv")
     components = sorted({name for record in records for name in record["components"]})
-    trained, untrained = _row(rows, "sft_grpo"), _row(rows, "untrained")
+    trained, untrained, random_ = _row(rows, FINAL), _row(rows, "untrained"), _row(rows, "random")
     summary = {
         "env": run_.env, "task": run_.task, "preset": run_.preset_name, "seed": run_.seed,
         "model": MODEL_NAME, "mode": MODE, "settings": run_.settings("report"),
@@ -340,8 +347,9 @@ def report(run_: Run) -> dict[str, Any]:
                     for row in rows],
         "components": components,
         "beats_untrained": trained["ci_low"] > untrained["ci_high"],
-        "gate_vs_untrained": gate(rows, "sft_grpo", champion="untrained").to_dict(),
-        "gate_vs_champion": gate(rows, "sft_grpo", champion="heuristic").to_dict(),
+        "beats_random": trained["ci_low"] > random_["ci_high"],
+        "gate_vs_untrained": gate(rows, FINAL, champion="untrained").to_dict(),
+        "gate_vs_champion": gate(rows, FINAL, champion="heuristic").to_dict(),
         "stage_seconds": {stage: run_.seconds(stage) for stage in STAGES[:-1]},
     }
     (run_.out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -386,7 +394,7 @@ def publish(run_: Run, dest: Path) -> None:
         shutil.copyfile(run_.out / name, dest / name)
     summary = json.loads((run_.out / "summary.json").read_text(encoding="utf-8"))
     if summary["beats_untrained"]:
-        shutil.copyfile(run_.out / f"{ADAPTER_OF[MODELS[-1]]}.gguf", dest / ADAPTER_FILE)
+        shutil.copyfile(run_.out / f"{EVALUATED[FINAL][0]}.gguf", dest / ADAPTER_FILE)
     else:
         (dest / ADAPTER_FILE).unlink(missing_ok=True)
 
