@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
+from pydantic import ValidationError
 
 import aaos
+from aaos.server.models import typed_joint_action
 from aaos.wrappers.pettingzoo import MAX_ACTIONS, NO_OP, AAOSParallelEnv, catalogue
 
 
@@ -77,3 +80,27 @@ def test_catalogue_starts_with_no_op_and_expands_payload_choices() -> None:
     plans = [a["payload"] for a in actions if a["action_type"] == "propose_plan"]
     assert all(p["plan"] for p in plans)
     assert [p["addresses"] for p in plans] == ["none", "compute", "budget", "personnel"]
+
+
+@pytest.mark.parametrize("index", [2.7, "1", True, None, np.True_, np.float64(0.5), [1]], ids=repr)
+def test_an_index_that_is_not_an_integer_is_refused_as_the_server_refuses_it_and_changes_nothing(index: object) -> None:
+    env = AAOSParallelEnv(task="full_episode", scenario="product_launch_failure")
+    env.reset(seed=0)
+    before = env.env.state()
+    plain = index.item() if isinstance(index, np.generic) else index  # the value itself, as JSON would carry it
+    with pytest.raises(ValueError, match=r"action of 'engineer'.*valid integer") as refused:
+        env.step({"product_manager": 1, "engineer": index})
+    assert str(refused.value).endswith(f"not {plain!r}")
+    assert env.env.state() == before
+    with pytest.raises(ValidationError, match="valid integer"):  # the server's verdict on the same value
+        typed_joint_action("org", {"operations": {"action_type": "approve_resource",
+                                                  "payload": {"amount": plain, "resource_type": "compute"}}})
+
+
+@pytest.mark.parametrize("index", [1, 1.0, np.int64(1), np.uint8(1), np.float32(1.0)], ids=repr)
+def test_an_integer_index_is_taken_whatever_its_number_type(index: object) -> None:
+    env = AAOSParallelEnv(task="full_episode", scenario="product_launch_failure")
+    _, infos = env.reset(seed=0)
+    _, _, _, _, stepped = env.step({"product_manager": index})
+    assert stepped["product_manager"]["action_result"]["action_type"] == infos["product_manager"]["actions"][1][
+        "action_type"]

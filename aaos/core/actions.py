@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from aaos.core.spec import ActionSpec, EnvSpec
 
@@ -114,6 +114,33 @@ def validation_message(error: ValidationError) -> str:
         where = ".".join(str(p) for p in problem["loc"]) or "payload"
         parts.append(f"payload.{where}: {problem['msg']}" if where != "payload" else problem["msg"])
     return "; ".join(at_most(parts, MAX_PAYLOAD_PROBLEMS))
+
+
+def integral(value: Any) -> Any:
+    """Decoded JSON with every number that has no fractional part as an int (2.0 -> 2): JSON has one number
+    type, and JSON Schema's "integer" is any number without a fraction. Strict validation then still refuses
+    2.5, true and "5" for an integer: the wire's rule for integers (the server's, and `whole_number`'s). Call it
+    on data no deeper than the server's MAX_JSON_DEPTH."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: integral(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [integral(item) for item in value]
+    return value
+
+
+_STRICT_INT: TypeAdapter[int] = TypeAdapter(int)
+
+
+def whole_number(value: Any, what: str) -> int:
+    """`value` as an int by the wire's rule for integers (`integral`, then strict validation: 2 and 2.0 are 2;
+    2.5, true, "2" and null are refused); ValueError naming `what` and the value otherwise."""
+    try:
+        return _STRICT_INT.validate_python(integral(value), strict=True)
+    except ValidationError as error:
+        raise ValueError(f"{what}: {error.errors()[0]['msg']} (a number without a fractional part), not "
+                         f"{_describe(value)}") from None
 
 
 def _json_safe(payload: dict[Any, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, PydanticSerializationError, core_schema, to_json
 
 import aaos
+from aaos.core.actions import integral
 from aaos.core.env import JointAction
 from aaos.core.spec import EnvSpec
 
@@ -71,19 +72,6 @@ class BoundedDepth(BaseModel):
             raise PydanticCustomError("json_too_deep", "JSON nested deeper than {limit} levels",
                                       {"limit": MAX_JSON_DEPTH})
         return data
-
-
-def integral(value: Any) -> Any:
-    """Decoded JSON with every number that has no fractional part as an int (2.0 -> 2): JSON has one number
-    type, and JSON Schema's "integer" is any number without a fraction. Strict validation then still refuses
-    2.5, true and "5" for an integer. Call it on data no deeper than MAX_JSON_DEPTH."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: integral(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [integral(item) for item in value]
-    return value
 
 
 LONE_SURROGATE = ("a string holds a lone surrogate, which is not Unicode text: an escape from \\ud800 to \\udfff "

@@ -19,7 +19,9 @@ episode, so both are flattened to fixed spaces):
 * action: `Discrete(MAX_ACTIONS)` — an index into the role's *current* catalogue of concrete actions:
   index 0 is no_op, then every legal action type with each combination of its payload choices (in the
   order `legal_actions` lists them); a free-text field gets a fixed text (FREE_TEXT). An index past the end of
-  the catalogue does no_op. `infos[agent]["action_mask"]` marks the valid indices for the next step and
+  the catalogue does no_op. An index is an integer by the rule the server applies to JSON
+  (aaos.core.actions.whole_number: 2, 2.0 or a NumPy integer; 2.7, "1", True or None is a ValueError, and the
+  step is not taken). `infos[agent]["action_mask"]` marks the valid indices for the next step and
   `infos[agent]["actions"]` lists the catalogue itself.
 * reward: the team reward, the same for every role. An episode ends for every role at once
   (terminations); truncations are always False, since max_steps is part of each task's definition.
@@ -37,6 +39,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 import aaos
+from aaos.core.actions import whole_number
 from aaos.core.env import Environment, JointAction, Observation
 
 MAX_ACTIONS = 4096
@@ -118,11 +121,15 @@ class AAOSParallelEnv(ParallelEnv[str, str, int]):
                 dict.fromkeys(agents, result.done), dict.fromkeys(agents, False),
                 self._infos(result.observation, result.info))
 
-    def _concrete(self, agent: str, index: int) -> dict[str, Any]:
+    def _concrete(self, agent: str, index: Any) -> dict[str, Any]:
+        """The catalogue entry `index` names; a NumPy number counts as the Python number it holds, and then the
+        wire's rule for integers applies (whole_number: what the server refuses is refused here too)."""
         if agent not in self._catalogues:
             raise ValueError(f"unknown or finished agent {agent!r}; live agents: {', '.join(self.agents)}")
+        number = whole_number(index.item() if isinstance(index, np.generic) else index,
+                              f"the action of {agent!r} must be an index into infos[{agent!r}]['actions']")
         options = self._catalogues[agent]
-        return options[int(index)] if 0 <= int(index) < len(options) else NO_OP
+        return options[number] if 0 <= number < len(options) else NO_OP
 
     def _observations(self, observation: Observation) -> dict[str, str]:
         views = observation["agent_observations"]
