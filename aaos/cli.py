@@ -14,6 +14,7 @@ import aaos
 from aaos import doctor
 from aaos.agents.llm import LLMConfig
 from aaos.bench import cli as bench_cli
+from aaos.core.extras import require
 from aaos.data import data_dir
 from aaos.server.address import add_server_arguments
 from aaos.training import cli as training_cli
@@ -108,8 +109,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from aaos.server.app import serve  # the server's dependencies load only for this command
-
+    serve = require("aaos.server.app", "server").serve  # the server's dependencies load only for this command
     print(f"AAOS API on http://{args.host}:{args.port} (docs at /docs)", flush=True)
     serve(args.host, args.port, hide_state=args.hide_state)
     return 0

@@ -16,11 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import httpx
-
 import aaos
 from aaos.agents.llm import LLMConfig
 from aaos.bench.stats import SUCCESS_THRESHOLD
+from aaos.core.extras import require
 
 Status = Literal["ok", "warn", "skip", "fail"]
 TOKEN_VARIABLE = "HF_TOKEN"
@@ -62,6 +61,7 @@ def endpoint_check(config: LLMConfig | None, timeout_s: float = ENDPOINT_TIMEOUT
     request = {"model": config.model, "messages": [{"role": "user", "content": "Reply with OK."}],
                "max_tokens": 1, "temperature": 0}
     where = f"{config.model} at {config.base_url}"
+    httpx = require("httpx", "llm")
     started = time.perf_counter()
     try:
         response = httpx.post(url, json=request, headers=headers, timeout=timeout_s)

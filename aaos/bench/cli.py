@@ -9,15 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 import aaos
 from aaos.agents.llm import MODES
 from aaos.bench import ray_backend
-from aaos.bench.hub import check_push_target, push_results
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, read_records, run, salt_mismatch
 from aaos.bench.stats import summarise
+from aaos.core.extras import require
 from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
 from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
 
@@ -127,8 +125,9 @@ def main(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     if args.ray and (problem := ray_backend.missing()):
         raise ValueError(problem)
-    if args.push_to_hub:
-        check_push_target(args.push_to_hub)  # a bad repo id or a missing HF_TOKEN fails now, not after the run
+    hub = require("aaos.bench.hub", "bench") if args.push_to_hub else None
+    if hub is not None:
+        hub.check_push_target(args.push_to_hub)  # a bad repo id or a missing HF_TOKEN fails now, not after the run
     specs = _specs(args)
     tasks = args.task or [t["id"] for t in aaos.list_tasks(args.env)]
     scenarios = list(args.scenario or [])
@@ -143,7 +142,7 @@ def _bench(args: argparse.Namespace) -> int:
     if other_salts:
         raise ValueError(f"{results} holds holdout episodes played under another holdout salt (fingerprint "
                          f"{', '.join(other_salts)}; this run: {fingerprint}): write this run to another --out")
-    with tqdm(total=len(jobs), desc="episodes", unit="ep", file=sys.stderr) as bar:
+    with require("tqdm", "bench").tqdm(total=len(jobs), desc="episodes", unit="ep", file=sys.stderr) as bar:
         def progress(finished: int, total: int, record: dict[str, Any]) -> None:
             bar.n = finished
             bar.set_postfix_str(f"{record['policy']} {record['task']} {record.get('score', float('nan')):.3f}")
@@ -178,7 +177,7 @@ def _bench(args: argparse.Namespace) -> int:
     if fingerprint is not None:
         print(f"holdout salt in force: fingerprint {fingerprint} (the records' holdout_salt)")
     print("written: " + ", ".join(str(p) for p in paths.values()))
-    if args.push_to_hub:
-        pushed = push_results(args.out, args.push_to_hub, private=args.hub_private)
+    if hub is not None:
+        pushed = hub.push_results(args.out, args.push_to_hub, private=args.hub_private)
         print(f"pushed run {pushed.run_id}: {pushed.url}")
     return 0

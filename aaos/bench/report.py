@@ -10,11 +10,13 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import plotly.graph_objects as go
+from typing import TYPE_CHECKING, Any
 
 from aaos.bench.stats import VERSION_KEYS
+from aaos.core.extras import require
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 GATE_MARGIN = 0.02
 """A candidate may trail the champion's holdout mean by at most this much and still be promoted."""
@@ -56,7 +58,7 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
 def chart(rows: list[dict[str, Any]]) -> go.Figure:
     """Mean score with its 95 % interval, per policy, one bar group per split; with rows of several environment
     versions, each bar is labelled with its version too."""
-    figure = go.Figure()
+    figure = require("plotly.graph_objects", "bench").Figure()
     several = len({versions_of(r) for r in rows}) > 1
     for split in sorted({r["split"] for r in rows}):
         subset = [r for r in rows if r["split"] == split]

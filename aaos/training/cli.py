@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aaos
+from aaos.core.extras import require_extra
 from aaos.core.seeding import split_seeds
 from aaos.core.trajectory import EpisodeMeta, write_jsonl
 from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, build_policy, policy_spec
@@ -117,6 +118,7 @@ def _train_q(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    require_extra("train")
     from aaos.training.pipeline import PRESETS, Run, publish, train
 
     task = args.task or aaos.spec(args.env).default_task
