@@ -161,7 +161,8 @@ def _card_body(folder: Path, repo_id: str, run_path: str) -> str:
         "holdout), score and its components, actions, invalid actions, hard violations, model accounting, error. "
         "Compare scores only between rows of the same env, env_version and reward_version: the leaderboard "
         "never pools them. A leaderboard row with `unranked` set is a model's whose actions were mostly fallbacks "
-        "(the secondary model or the champion): its score is not the model's, and it is listed after the ranked "
+        "(the secondary model or the champion): its score is not the model's, or a reference that reads hidden "
+        "state (the oracle, `reads_hidden_state` in its records): not an agent; either is listed after the ranked "
         "rows.\n"
     )
 
