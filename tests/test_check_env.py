@@ -15,7 +15,8 @@ from helpers import REPO_ROOT, TESTS_DIR, registered
 from toy_env import KIT
 
 import aaos
-from aaos.check import CHECKS, _leaks
+from aaos.check import CHECKS
+from aaos.check.episodes import leaks
 
 
 @pytest.mark.parametrize("env_id", aaos.env_ids())
@@ -77,12 +78,12 @@ def test_a_role_may_see_its_own_guess_of_a_hidden_id_but_nothing_else_may() -> N
     observation = {"agent_observations": {"packer": {"role": "packer", "last_action_result": echo},
                                           "inspector": {"role": "inspector", "last_action_result": None}}}
     sent = {"packer": {"action_type": "ship", "payload": {"parcel_id": "parcel_secret"}}}
-    assert _leaks(observation, json.dumps(observation), hidden, sent) == set()
-    assert _leaks(observation, json.dumps(observation), hidden, {}) == {"parcel_secret"}
+    assert leaks(observation, json.dumps(observation), hidden, sent) == set()
+    assert leaks(observation, json.dumps(observation), hidden, {}) == {"parcel_secret"}
     observation["agent_observations"]["inspector"]["note"] = "parcel_secret arrives next"
-    assert _leaks(observation, json.dumps(observation), hidden, sent) == {"parcel_secret"}
+    assert leaks(observation, json.dumps(observation), hidden, sent) == {"parcel_secret"}
     # an id is matched whole: a visible id that merely starts like a hidden one is no leak
-    assert _leaks({"dock": ["parcel_secret_2"]}, json.dumps({"dock": ["parcel_secret_2"]}), hidden, None) == set()
+    assert leaks({"dock": ["parcel_secret_2"]}, json.dumps({"dock": ["parcel_secret_2"]}), hidden, None) == set()
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
