@@ -3,6 +3,8 @@ clock, ids, hiding the state, configuration."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from aaos.server.environment import AAOSEnvironment
@@ -144,3 +146,28 @@ def test_configuration_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("AAOS_MAX_SESSIONS_PER_CLIENT", "0")
     with pytest.raises(ValueError, match="max_per_client must be at least 1"):
         SessionConfig.from_env()
+
+
+def test_a_holder_is_told_why_when_the_store_drops_its_session_and_not_when_it_closes_it(clock: FakeClock) -> None:
+    store = SessionStore(SessionConfig(max_sessions=2, max_per_client=3, ttl=100, evict_after=10), clock)
+    told: list[tuple[str, str]] = []
+
+    def holder(name: str) -> Callable[[str], None]:
+        return lambda why: told.append((name, why))
+
+    store.open(AAOSEnvironment(), on_drop=holder("evicted"))
+    clock.now = 5
+    store.open(AAOSEnvironment(), on_drop=holder("kept"))
+    clock.now = 12  # the first has been idle 12 s, past evict_after: a newcomer takes its slot
+    newcomer = store.open(AAOSEnvironment(), on_drop=holder("newcomer"))
+    assert told == [("evicted", "was evicted after 12 s idle to make room (all 2 sessions were in use)")]
+    store.close(newcomer.id)
+    assert len(told) == 1  # closing is the holder's own doing
+    clock.now = 106  # kept idle 101 s > ttl
+    assert len(store) == 0
+    assert told[1:] == [("kept", "expired after more than 100 s idle")]
+    late = store.open(AAOSEnvironment(), on_drop=holder("late"))
+    clock.now = 207
+    with pytest.raises(UnknownSession):
+        store.get(late.id)
+    assert told[2:] == [("late", "expired after more than 100 s idle")]

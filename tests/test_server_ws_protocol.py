@@ -33,6 +33,7 @@ from aaos.server.wire import MAX_ECHO_CHARS
 
 MAX_WS = 3
 TTL = 600.0
+GOING_AWAY = 1001
 QUERY = {"engineer": {"action_type": "query_metrics", "payload": {"metric": "latency"}}}
 FORBIDDEN = {"oversight": {"action_type": "approve_resource", "payload": {"amount": 5, "resource_type": "compute"}}}
 
@@ -238,16 +239,56 @@ def test_at_capacity_the_client_reads_why_before_the_socket_closes(app: FastAPI,
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
 
 
-def test_an_idle_connection_expires_from_the_pool_but_stays_usable(app: FastAPI, server: BackgroundServer,
-                                                                    clock: FakeClock) -> None:
+def told_and_closed(ws: ClientConnection, words: str) -> None:
+    """The connection reads a SESSION_ERROR frame saying `words`, then the server's close (1001, going away)."""
+    goodbye = json.loads(ws.recv(timeout=60))
+    assert goodbye["type"] == "error" and goodbye["data"]["code"] == "SESSION_ERROR", goodbye
+    assert words in goodbye["data"]["message"] and "open a new connection" in goodbye["data"]["message"]
+    with pytest.raises(ConnectionClosed) as closed:
+        ws.recv(timeout=60)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == GOING_AWAY
+    assert words in closed.value.rcvd.reason
+
+
+def test_a_connection_whose_session_expires_is_closed_so_the_cap_holds(app: FastAPI, server: BackgroundServer,
+                                                                       clock: FakeClock) -> None:
+    """A client that idles its connections past the ttl cannot open more than the cap: the old ones are told
+    and closed as the new ones take their slots (they used to stay usable, slot-less: 16 live with a cap of 4)."""
     wait_for_no_connections(app)
     with connect(ws_url(server)) as a, connect(ws_url(server)) as b, connect(ws_url(server)) as c:
         for ws in (a, b, c):
             assert ask(ws, {"type": "reset", "data": {"seed": 1}})["type"] == "observation"
         clock.now += TTL + 1  # all three are now idle past the ttl
-        with connect(ws_url(server)) as newcomer:
+        with connect(ws_url(server)) as d, connect(ws_url(server)) as e, connect(ws_url(server)) as f:
+            for ws in (d, e, f):
+                assert ask(ws, {"type": "state"})["type"] == "state"
+            for ws in (a, b, c):
+                told_and_closed(ws, "expired")
+            assert len(app.state.ws_sessions) == MAX_WS
+
+
+def test_a_connection_idle_past_the_ttl_is_closed_at_its_next_message(app: FastAPI, server: BackgroundServer,
+                                                                      clock: FakeClock) -> None:
+    wait_for_no_connections(app)
+    with connect(ws_url(server)) as ws:
+        assert ask(ws, {"type": "reset", "data": {"seed": 1}})["type"] == "observation"
+        clock.now += TTL + 1
+        ws.send(json.dumps({"type": "step", "data": QUERY}))  # not taken: the session is gone
+        told_and_closed(ws, "expired")
+
+
+def test_a_connection_evicted_for_a_newcomer_is_closed() -> None:
+    clock = FakeClock()
+    evict_after = TTL / 4
+    app = create_app(SessionConfig(max_sessions=2, ttl=TTL, max_per_client=3, evict_after=evict_after), clock)
+    with BackgroundServer(app) as running, connect(ws_url(running)) as old, connect(ws_url(running)) as kept:
+        assert ask(old, {"type": "state"})["type"] == "state"
+        clock.now += evict_after + 1
+        assert ask(kept, {"type": "state"})["type"] == "state"
+        with connect(ws_url(running)) as newcomer:
             assert ask(newcomer, {"type": "state"})["type"] == "state"
-        assert ask(a, {"type": "step", "data": QUERY})["data"]["observation"]["step_count"] == 1
+            told_and_closed(old, "evicted")
+            assert ask(kept, {"type": "step", "data": QUERY})["data"]["observation"]["step_count"] == 1
 
 
 def test_close_message_closes_normally(server: BackgroundServer) -> None:

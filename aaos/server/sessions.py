@@ -10,7 +10,9 @@ The policy, in the order `open` applies it:
    at least `evict_after` seconds; otherwise the request is refused (`AtCapacity`, HTTP 503).
 
 Both refusals carry `retry_after`: the whole seconds until a slot would free up if nothing else changed (the
-client's own longest-idle session expiring; any session becoming evictable). Time comes from an injected
+client's own longest-idle session expiring; any session becoming evictable). A session opened with `on_drop` is
+told why when the store drops it itself (expired or evicted, not closed), so that whatever holds it (a WebSocket
+connection) lets go of it too. Time comes from an injected
 monotonic clock, so tests can advance it without sleeping. The store's map is guarded by one lock; each
 session's environment (AAOSEnvironment) locks its own reset and step.
 """
@@ -29,6 +31,9 @@ from typing import Any
 from aaos.server.environment import AAOSEnvironment
 
 Clock = Callable[[], float]
+Dropped = Callable[[str], None]
+"""Told why ("expired after more than 600 s idle") when the store drops a session itself; called on whichever
+thread touched the store, without its lock held."""
 DEFAULT_MAX_SESSIONS = 256
 DEFAULT_MAX_PER_CLIENT = 32
 DEFAULT_TTL = 1800.0
@@ -150,6 +155,7 @@ class Session:
     env: AAOSEnvironment
     last_used: float
     client: str = UNKNOWN_CLIENT
+    on_drop: Dropped | None = None
 
 
 def _whole_seconds(seconds: float) -> int:
@@ -169,42 +175,59 @@ class SessionStore:
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        with self._lock:
-            self._expire(self._clock())
-            return len(self._sessions)
+        dropped: list[tuple[Session, str]] = []
+        try:
+            with self._lock:
+                self._expire(self._clock(), dropped)
+                return len(self._sessions)
+        finally:
+            _tell(dropped)
 
-    def open(self, env: AAOSEnvironment, client: str | None = None) -> Session:
+    def open(self, env: AAOSEnvironment, client: str | None = None, on_drop: Dropped | None = None) -> Session:
         """Store an environment under a new session id for `client` (its network address; None: unknown),
         evicting the longest-idle session if the store is full and it has been idle `evict_after` seconds.
-        ClientLimit or AtCapacity, with the seconds to wait, if it cannot."""
+        ClientLimit or AtCapacity, with the seconds to wait, if it cannot. `on_drop` is told why if the store
+        later drops the session itself (expired or evicted)."""
         client = client or UNKNOWN_CLIENT
-        with self._lock:
-            now = self._clock()
-            self._expire(now)
-            config = self.config
-            own = [s.last_used for s in self._sessions.values() if s.client == client]
-            if len(own) >= config.max_per_client:
-                raise ClientLimit(config.max_per_client, _whole_seconds(min(own) + config.ttl - now), self.remedy)
-            if len(self._sessions) >= config.max_sessions:
-                idlest = min(self._sessions.values(), key=lambda s: s.last_used)
-                if now - idlest.last_used < config.evict_after:
-                    frees_at = idlest.last_used + min(config.evict_after, config.ttl)
-                    raise AtCapacity(config.max_sessions, _whole_seconds(frees_at - now), self.remedy)
-                del self._sessions[idlest.id]
-            session = Session(secrets.token_urlsafe(18), env, now, client)
-            self._sessions[session.id] = session
-            return session
+        dropped: list[tuple[Session, str]] = []
+        try:
+            with self._lock:
+                now = self._clock()
+                self._expire(now, dropped)
+                config = self.config
+                own = [s.last_used for s in self._sessions.values() if s.client == client]
+                if len(own) >= config.max_per_client:
+                    raise ClientLimit(config.max_per_client, _whole_seconds(min(own) + config.ttl - now), self.remedy)
+                if len(self._sessions) >= config.max_sessions:
+                    idlest = min(self._sessions.values(), key=lambda s: s.last_used)
+                    if now - idlest.last_used < config.evict_after:
+                        frees_at = idlest.last_used + min(config.evict_after, config.ttl)
+                        raise AtCapacity(config.max_sessions, _whole_seconds(frees_at - now), self.remedy)
+                    del self._sessions[idlest.id]
+                    dropped.append((idlest, f"was evicted after {now - idlest.last_used:.0f} s idle to make room "
+                                            f"(all {config.max_sessions} sessions were in use)"))
+                session = Session(secrets.token_urlsafe(18), env, now, client, on_drop)
+                self._sessions[session.id] = session
+                return session
+        finally:
+            _tell(dropped)
 
     def get(self, session_id: str) -> Session:
         """The open session with this id, marked as used now; UnknownSession if there is none."""
-        with self._lock:
-            now = self._clock()
-            session = self._sessions.get(session_id)
-            if session is None or now - session.last_used > self.config.ttl:
-                self._sessions.pop(session_id, None)
-                raise UnknownSession(session_id)
-            session.last_used = now
-            return session
+        dropped: list[tuple[Session, str]] = []
+        try:
+            with self._lock:
+                now = self._clock()
+                session = self._sessions.get(session_id)
+                if session is None or now - session.last_used > self.config.ttl:
+                    if session is not None:
+                        del self._sessions[session_id]
+                        dropped.append((session, self._expired))
+                    raise UnknownSession(session_id)
+                session.last_used = now
+                return session
+        finally:
+            _tell(dropped)
 
     def ground_truth(self, session_id: str) -> dict[str, Any]:
         """The session's full state (AAOSEnvironment.snapshot); StateHidden when the configuration hides it,
@@ -220,8 +243,20 @@ class SessionStore:
             if session is None or self._clock() - session.last_used > self.config.ttl:
                 raise UnknownSession(session_id)
 
-    def _expire(self, now: float) -> None:
-        """Drop every session idle for longer than the ttl (call with the lock held)."""
+    @property
+    def _expired(self) -> str:
+        return f"expired after more than {self.config.ttl:g} s idle"
+
+    def _expire(self, now: float, dropped: list[tuple[Session, str]]) -> None:
+        """Drop every session idle for longer than the ttl, adding each to `dropped` (call with the lock held)."""
         ttl = self.config.ttl
-        for stale in [s.id for s in self._sessions.values() if now - s.last_used > ttl]:
-            del self._sessions[stale]
+        for stale in [s for s in self._sessions.values() if now - s.last_used > ttl]:
+            del self._sessions[stale.id]
+            dropped.append((stale, self._expired))
+
+
+def _tell(dropped: list[tuple[Session, str]]) -> None:
+    """Tell each dropped session's holder why (call without the store's lock)."""
+    for session, why in dropped:
+        if session.on_drop is not None:
+            session.on_drop(why)

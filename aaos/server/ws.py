@@ -30,7 +30,10 @@ error and logs nothing.
 
 Connections draw from a session pool of their own (the same policy and size as the HTTP sessions'): a
 connection refused for want of a slot gets a CAPACITY_REACHED error frame first, then is closed with code
-1013 (try again later); an idle connection expires from the pool (freeing its slot) but stays usable.
+1013 (try again later). A connection is its session: when the pool drops it (idle past the ttl, or evicted for a
+newcomer) it gets a SESSION_ERROR frame saying why and is closed with code 1001 (going away), at once if it is
+waiting for a message, so that the pool's cap bounds the live connections. The pool drops an idle session when
+a newcomer asks it for a slot, or at the connection's next message.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import orjson
 from fastapi import FastAPI
 from openenv.core.env_server.types import WSErrorCode
 from pydantic import ValidationError
+from starlette.types import Message
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 from uvicorn.protocols.utils import ClientDisconnected
 
@@ -70,6 +74,10 @@ WS_REMEDY = "close one of your WebSocket connections (each holds one session)"
 
 TRY_AGAIN_LATER = 1013
 """The WebSocket close code of a connection refused for want of a session slot."""
+GOING_AWAY = 1001
+"""The WebSocket close code of a connection whose session the pool dropped (expired or evicted)."""
+MAX_CLOSE_REASON = 123
+"""The most bytes a close frame's reason may hold (RFC 6455); ours are ASCII."""
 REFUSED_GRACE_S = 10.0
 """How long a refused connection stays open for the client's first message, so that a client which sends
 before it reads (as openenv's clients do) still reads the CAPACITY_REACHED frame instead of a closed socket."""
@@ -140,25 +148,78 @@ async def serve_connection(websocket: WebSocket, sessions: SessionStore, mcp: Mc
             await websocket.close()
             return
         client = websocket.client.host if websocket.client else None
+        slot = Slot()
         try:
-            session = sessions.open(env, client)
+            session = sessions.open(env, client, on_drop=slot.drop)
         except Refused as refused:
             await _refuse(websocket, sessions, refused)
             return
         connection = Connection(session, sessions, mcp, client)
         try:
-            while True:
-                message = await websocket.receive()
+            while slot.lost is None:
+                message = await slot.receive(websocket)
+                if message is None:
+                    break
                 if message["type"] == "websocket.disconnect":
                     return
+                if not connection.touch(slot):
+                    break
                 answer = await connection.answer(message)
                 if answer is None:
-                    break
+                    await websocket.close()
+                    return
                 await websocket.send_text(answer)
-            await websocket.close()
+            await _goodbye(websocket, slot.lost or "is gone")
         finally:
             with contextlib.suppress(UnknownSession):
                 sessions.close(session.id)
+
+
+class Slot:
+    """Whether a connection still holds its session slot: the pool tells `drop` (from any thread) when it drops
+    the session, and a connection waiting in `receive` stops waiting."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        self.receiving = False
+        self.lost: str | None = None
+        """Why the pool dropped the session ("expired after ..."); None while it holds it."""
+
+    def drop(self, why: str) -> None:
+        """The pool dropped the session (SessionStore's on_drop)."""
+        try:
+            here = asyncio.get_running_loop() is self.loop
+        except RuntimeError:  # a thread without an event loop (one that asked the pool its size)
+            here = False
+        if here:
+            self._lose(why)
+        else:
+            self.loop.call_soon_threadsafe(self._lose, why)
+
+    def _lose(self, why: str) -> None:
+        self.lost = self.lost or why
+        if self.receiving and self.task is not None:
+            self.task.cancel()  # a receive is safe to cancel: no message is lost that would have been answered
+
+    async def receive(self, websocket: WebSocket) -> Message | None:
+        """The client's next message; None if the session is dropped meanwhile."""
+        self.receiving = True
+        try:
+            return await websocket.receive()
+        except asyncio.CancelledError:
+            if self.lost is None or self.task is None or self.task.uncancel() > 0:
+                raise  # cancelled for another reason too (the server shutting down)
+            return None
+        finally:
+            self.receiving = False
+
+
+async def _goodbye(websocket: WebSocket, why: str) -> None:
+    """Tell a client its session was dropped, and close the connection with 1001 (going away)."""
+    await websocket.send_text(error_frame(WSErrorCode.SESSION_ERROR, f"this connection's session {why}; open a "
+                                                                     "new connection to play on"))
+    await websocket.close(GOING_AWAY, f"session {why}"[:MAX_CLOSE_REASON])
 
 
 async def _refuse(websocket: WebSocket, sessions: SessionStore, refused: Refused) -> None:
@@ -182,13 +243,19 @@ class Connection:
         self.mcp = mcp
         self.client = client
 
+    def touch(self, slot: Slot) -> bool:
+        """Mark the session used now (any message counts); False if the pool has dropped it (`slot` says why)."""
+        try:
+            self.sessions.get(self.session.id)
+        except UnknownSession:
+            return False
+        return slot.lost is None
+
     async def answer(self, message: dict[str, Any]) -> str | None:
         """The frame answering one received message; None for `close`."""
         try:
             request = decode(message)
             kind = request["type"]
-            with contextlib.suppress(UnknownSession):  # an expired connection keeps working, slot-less
-                self.sessions.get(self.session.id)
             if kind == "close":
                 return None
             if kind == "state":
