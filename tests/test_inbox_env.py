@@ -15,6 +15,7 @@ from aaos.core.info import info_problems, observation_problems
 from aaos.core.policy import action
 from aaos.core.seeding import HOLDOUT_SALT_ENV
 from aaos.envs.inbox.env import InboxEnv
+from aaos.envs.inbox.graders import Agreement
 from aaos.envs.inbox.guardrails import guardrail
 from aaos.envs.inbox.kit import KIT, hidden_ids
 from aaos.envs.inbox.models import InboxObservation, InboxState
@@ -137,9 +138,41 @@ def test_labels_are_free_and_graded_only_when_the_email_closes() -> None:
     act(env, "set_priority", email_id=email.id, level=email.true_priority)
     closed = act(env, {"resolved": "mark_resolved", "escalated": "escalate_email",
                        "ignored": "ignore_email"}[email.true_outcome], email_id=email.id)
-    components = closed.info["reward_breakdown"]["components"]
+    components = closed.info["reward_breakdown"]["components"]  # one email closed, labelled right: kappa 1
     assert components["classification"] == components["priority"] == components["resolution"] == 1 / len(env.emails)
     assert closed.info["score"] > 0
+
+
+def test_labels_are_graded_by_agreement_above_chance() -> None:
+    """Cohen's kappa over the closed emails, times the share closed: chance agreement earns nothing, a perfect
+    labelling earns everything, and a hand-worked case is exact."""
+    true = ["billing", "billing", "technical", "spam"]
+    constant, perfect, some = Agreement(), Agreement(), Agreement()
+    for label, given in zip(true, ["billing", "technical", "technical", None], strict=True):
+        constant.add("billing", label)
+        perfect.add(label, label)
+        some.add(given, label)
+    assert constant.kappa(4) == 0.0  # p_o = 2/4 = p_e: what one label for every email agrees by chance
+    assert perfect.kappa(4) == 1.0
+    # p_o = 2/4; p_e = (2*1 + 1*2 + 1*0) / 16 = 1/4 (true billing 2, technical 1, spam 1; given billing 1,
+    # technical 2, none 1): kappa = (1/2 - 1/4) / (1 - 1/4) = 1/3
+    assert some.kappa(4) == pytest.approx(1 / 3)
+    one = Agreement()
+    one.add("spam", "spam")
+    assert one.kappa(1) == 1.0  # one true label, given to every closed email: p_e = 1, agreement is perfect
+    assert Agreement().kappa(0) == 0.0
+
+
+def test_one_label_for_every_email_scores_nothing() -> None:
+    """Every email classified billing, set low and resolved: plain agreement paid for it (about 0.39 on easy);
+    graded above chance, its labels and closings earn 0."""
+    env = make("easy")
+    for email in list(env.visible()):
+        act(env, "classify_email", email_id=email.id, category="billing")
+        act(env, "set_priority", email_id=email.id, level="low")
+        act(env, "mark_resolved", email_id=email.id)
+    components = env.state()["components"]
+    assert (components["classification"], components["priority"], components["resolution"]) == (0.0, 0.0, 0.0)
 
 
 def test_a_closed_email_is_final_and_touching_it_is_a_violation() -> None:

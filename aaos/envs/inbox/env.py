@@ -40,9 +40,11 @@ VERSION = "2"
 """2: the view lists the open emails as rows and the closed ones by id -> how each was closed (closed_emails); the
 observation's inbox still holds every arrived email; play and the compact prompt unchanged (1: the first
 release)."""
-REWARD_VERSION = "2"
-"""2: urgent_handling counts every urgent email of the episode from the start, so that it does not move when a wave
-brings urgent emails (final scores unchanged); 1: the first release."""
+REWARD_VERSION = "3"
+"""3: classification, priority and resolution grade agreement above chance (Cohen's kappa over the closed emails,
+times the share closed), so that one label for every email scores 0 (it scored 0.39 on easy); 2: urgent_handling
+counts every urgent email of the episode from the start, so that it does not move when a wave brings urgent emails
+(final scores unchanged); 1: the first release."""
 
 
 def inbox_spec() -> EnvSpec:

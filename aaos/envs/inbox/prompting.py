@@ -23,8 +23,9 @@ RULES = (
     f"{LARGE_DEAL_SEATS} seats or more and complaints from vip_accounts; resolve the rest. Judge by what the "
     "sender actually asks, not by the subject's words. Labels may change while an email is open; closing "
     "(mark_resolved, escalate_email, ignore_email) is final and is the only moment the email is graded. The "
-    "score: 30 % category, 30 % priority, 30 % right closing, 10 % urgent (high) emails labelled high and closed "
-    f"right before half of max_steps, over every email that has arrived (an open email scores 0). Escalations "
+    "score: 30 % category, 30 % priority, 30 % right closing, each graded above chance (one label for every "
+    "email earns nothing), 10 % urgent (high) emails labelled high and closed right before half of max_steps, "
+    f"over every email that has arrived (an open email scores 0). Escalations "
     f"beyond the budget ({ESCALATION_SHARE:.0%} of the task's emails, see escalations_left), resolving phishing, "
     "ignoring an urgent customer and touching a closed email are violations that shrink the score."
 )

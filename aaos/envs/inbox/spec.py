@@ -55,10 +55,14 @@ ESCALATION_SHARE = 0.35
 WEIGHTS: dict[str, float] = {"classification": 0.3, "priority": 0.3, "resolution": 0.3, "urgent_handling": 0.1}
 REWARD_COMPONENTS: tuple[RewardComponent, ...] = (
     RewardComponent("classification", WEIGHTS["classification"],
-                    "Share of arrived emails closed with their right category."),
-    RewardComponent("priority", WEIGHTS["priority"], "Share of arrived emails closed with their right priority."),
+                    "Agreement of the closed emails' categories with the truth above chance (Cohen's kappa), times "
+                    "the share of arrived emails closed."),
+    RewardComponent("priority", WEIGHTS["priority"],
+                    "Agreement of the closed emails' priorities with the truth above chance (Cohen's kappa), times "
+                    "the share of arrived emails closed."),
     RewardComponent("resolution", WEIGHTS["resolution"],
-                    "Share of arrived emails closed the right way (resolved, escalated or ignored)."),
+                    "Agreement of the closed emails' outcomes (resolved, escalated, ignored) with the right ones above "
+                    "chance (Cohen's kappa), times the share of arrived emails closed."),
     RewardComponent("urgent_handling", WEIGHTS["urgent_handling"],
                     "Share of arrived urgent (high-priority) emails labelled high and closed the right way before "
                     "half of max_steps."),
