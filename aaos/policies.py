@@ -16,7 +16,7 @@ from aaos.agents.baselines import NoopPolicy, RandomPolicy
 from aaos.agents.llm import LLMConfig, LLMPolicy, Mode, ResponseFormat
 from aaos.agents.qpolicy import QPolicy
 from aaos.core.policy import Policy
-from aaos.envs import DEFAULT_ENV, kit_of
+from aaos.envs import DEFAULT_ENV, champion_of, has_champion, kit_of
 from aaos.envs import spec as spec_of
 
 
@@ -30,7 +30,7 @@ def _oracle(env: str) -> Policy:
 _BUILDERS: dict[str, Callable[[int, str], Policy]] = {
     "noop": lambda seed, env: NoopPolicy(),
     "random": lambda seed, env: RandomPolicy(seed),
-    "heuristic": lambda seed, env: kit_of(env).champion(),
+    "heuristic": lambda seed, env: champion_of(env),
     "oracle": lambda seed, env: _oracle(env),
 }
 BASELINES: tuple[str, ...] = tuple(_BUILDERS)
@@ -40,6 +40,14 @@ benchmark leaves unranked, never an agent."""
 
 def names() -> list[str]:
     return list(BASELINES)
+
+
+def available(env: str = DEFAULT_ENV) -> list[str]:
+    """The rule-based policies environment `env` offers: noop and random always, heuristic where its kit gives a
+    champion, oracle where it gives an oracle."""
+    kit = kit_of(env)
+    return [name for name in BASELINES if (name != "heuristic" or has_champion(env))
+            and (name != "oracle" or kit.oracle is not None)]
 
 
 def make(name: str, seed: int = 0, env: str = DEFAULT_ENV) -> Policy:

@@ -76,8 +76,11 @@ def toy_spec() -> EnvSpec:
 
 
 class ToyEnv(Environment):
+    describe = staticmethod(toy_spec)
+    """Builds the spec (tests/bare_env.py plays the same world under another id)."""
+
     def __init__(self, task: str = "ship_all", scenario: str = "standard", seed: int = 0) -> None:
-        self.spec = toy_spec()
+        self.spec = self.describe()
         self._configure(task, scenario, seed)
 
     def _configure(self, task: str, scenario: str, seed: int) -> None:

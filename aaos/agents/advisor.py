@@ -16,7 +16,7 @@ from aaos.agents.llm import CallStats, InvalidAnswer, validate_answer
 from aaos.core.env import Environment, JointAction, Observation
 from aaos.core.policy import Action, Policy
 from aaos.core.spec import EnvSpec
-from aaos.envs import kit_of
+from aaos.envs import champion_of, kit_of
 
 DEFAULT_MARGIN = 0.005
 """How much better (in score, one step ahead) advice must be than the action it replaces."""
@@ -64,7 +64,7 @@ class GuardedAdvisor(Policy):
     def bind(self, env: Environment) -> None:
         """Take the episode's environment (for lookahead) and its champion, and bind the advisor to it."""
         self.env = env
-        self.champion = kit_of(env.spec.id).champion()
+        self.champion = champion_of(env.spec.id)
         self.advisor.bind(env)
 
     @property

@@ -41,7 +41,7 @@ from aaos.core.env import JointAction, Observation
 from aaos.core.extras import require
 from aaos.core.policy import Action, Policy
 from aaos.core.spec import EnvSpec
-from aaos.envs import kit_of
+from aaos.envs import champion_of, has_champion, kit_of
 
 if TYPE_CHECKING:
     import openai
@@ -319,7 +319,9 @@ class LLMPolicy(Policy):
         self._retryable = (self._openai.RateLimitError, self._openai.InternalServerError,
                            self._openai.APITimeoutError, self._openai.APIConnectionError)
         self.tiers = [_Tier(config, self._openai) for config in (primary, secondary) if config is not None]
-        self.champion = kit_of(spec.id).champion() if primary.fallback == "champion" else NoopPolicy()
+        # an environment without a champion falls back to the no-op
+        self.champion = champion_of(spec.id) if primary.fallback == "champion" and has_champion(spec.id) else (
+            NoopPolicy())
         self.stats = CallStats()
         self.call_limit = call_limit
         self._loop: _LoopThread | None = None

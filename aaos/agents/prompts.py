@@ -91,7 +91,8 @@ def describe_legal(legal: dict[str, dict[str, Any]]) -> str:
 
 
 def prompting(spec: EnvSpec) -> Prompting:
-    return kit_of(spec.id).prompting
+    """The kit's prompting, or what the spec alone says where the kit gives none."""
+    return kit_of(spec.id).prompting or Prompting.from_spec(spec)
 
 
 def brief(spec: EnvSpec, role: str) -> str:

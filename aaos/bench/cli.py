@@ -74,10 +74,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=main)
 
 
+def _default_policies(env: str) -> list[str]:
+    """The champion (where the environment has one), random and noop."""
+    return [name for name in ("heuristic", "random", "noop") if name in aaos.policies.available(env)]
+
+
 def _specs(args: argparse.Namespace) -> dict[str, PolicySpec]:
     names = [*(args.policy or []), *(n.strip() for n in (args.policies or "").split(",") if n.strip())]
     specs = [policy_spec(name, args.model, args.base_url, args.mode, args.response_format, args.secondary_model,
-                         args.env) for name in dict.fromkeys(names or ["heuristic", "random", "noop"])]
+                         args.env) for name in dict.fromkeys(names or _default_policies(args.env))]
     return {spec.name: spec for spec in specs}
 
 

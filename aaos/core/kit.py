@@ -4,6 +4,7 @@ An environment package builds one `EnvKit` and registers it (`aaos.register`). T
 server, Space, training commands, wrappers and `inference.py` read only the kit and its spec; none of them
 names an environment.
 
+    KIT = EnvKit(environment=ToyEnv, spec=toy_spec)   # all an environment must give; then, as it grows:
     KIT = EnvKit(
         environment=ToyEnv,                    # ToyEnv(task=..., scenario=..., seed=...)
         spec=toy_spec,                         # () -> EnvSpec (id, version, reward_version, defaults, ...)
@@ -12,6 +13,11 @@ names an environment.
         rendering=Rendering(role_card=..., world=...),
         hidden_ids=lambda env: {...},          # ids the ground truth holds that no observation may show yet
     )
+
+Only `environment` and `spec` are required. Every other group has a generic default: no champion (the "heuristic"
+policy is then unavailable; noop and random always are), prompting read from the spec (`Prompting.from_spec`), a
+plain renderer (`PLAIN_RENDERING`: each view field as text), no hidden ids, no guardrail beyond legality, untyped
+wire models, no scenario files.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from aaos.core.env import Environment
+from aaos.core.html import card, chips, esc, humanize, section
+from aaos.core.info import VIEW_KEYS
 from aaos.core.policy import Action, Oracle, Policy
 from aaos.core.spec import EnvSpec, ScenarioInfo, Split
 
@@ -53,6 +61,20 @@ class Prompting:
     compact_omit: frozenset[str] = frozenset()
     compact_settled: frozenset[tuple[str, object]] = frozenset()
 
+    @classmethod
+    def from_spec(cls, spec: EnvSpec) -> Prompting:
+        """What a model is told of an environment whose kit gives no prompting: the spec's description, its
+        reward components and, per role, the actions it may take."""
+        told = f"{spec.title}: {spec.description}".replace("{", "{{").replace("}", "}}")
+        rewarded = "; ".join(f"{c.name} (weight {c.weight:g}): {c.description}" for c in spec.reward_components)
+        return cls(
+            world=f"{told} The roles are: {{roles}}.",
+            rules=("Each step every role takes one action; an action the role may not take, or that names something "
+                   f"that does not exist, is rejected and changes nothing. The score rewards {rewarded}."),
+            briefs={role: "You may: " + "; ".join(f"{a.name} ({a.description})" for a in spec.actions
+                                                   if role in a.roles) for role in spec.roles},
+        )
+
 
 @dataclass(frozen=True)
 class Rendering:
@@ -70,21 +92,44 @@ class Rendering:
     report: Callable[[View], str] = field(default=lambda state: "")
 
 
+def plain_role_card(role: str, view: View, queued: View | None) -> str:
+    """A role's card with each of its view's own fields (those beyond the protocol's head) as text."""
+    body = "".join(section(humanize(key), f"<p>{esc(value)}</p>") for key, value in view.items()
+                   if key not in VIEW_KEYS)
+    return card(role, view, queued, body)
+
+
+def plain_world(observation: View) -> str:
+    """The world as the scores the agents can see (partial_scores)."""
+    return f'<div class="aaos-world" id="aaos-world">{section("Scores", chips(observation["partial_scores"]))}</div>'
+
+
+PLAIN_RENDERING = Rendering(role_card=plain_role_card, world=plain_world)
+"""The renderer of a kit that gives none."""
+
+
 def no_guardrail(role: str, action: Action, view: View) -> str | None:
     """The default guardrail: nothing beyond legality (which the advisor checks for every environment)."""
     return None
+
+
+def no_hidden_ids(env: Environment) -> Iterable[str]:
+    """The default: the ground truth holds no id that an observation may not show."""
+    return ()
 
 
 @dataclass(frozen=True)
 class EnvKit:
     """One environment, as the platform sees it.
 
-    environment: builds the environment: environment(task=..., scenario=..., seed=...).
+    environment: builds the environment: environment(task=..., scenario=..., seed=...); cheap: reset() builds
+        the world.
     spec: the environment's spec (built once and cached by the registry).
-    champion: the production policy; reads only each role's own view.
-    prompting, rendering: see Prompting and Rendering.
+    Only those two are required; the rest default to what any environment can do with its spec alone.
+    champion: the production policy (the "heuristic" policy); reads only each role's own view; None: none.
+    prompting, rendering: see Prompting and Rendering; None prompting: Prompting.from_spec.
     hidden_ids: the ids in the environment's ground truth that no observation may show yet (the conformance
-        checker looks for them in every observation).
+        checker looks for them in every observation); none by default.
     oracle: a reference policy that reads the ground truth (bind(env) before acting), if the environment has one.
     guardrail(role, action, view): why a legal action is still unsafe to take for the guarded advisor, or None.
     observation_model, state_model: typed wire models of the observation and of state() (validated by the
@@ -99,10 +144,10 @@ class EnvKit:
 
     environment: Callable[..., Environment]
     spec: Callable[[], EnvSpec]
-    champion: Callable[[], Policy]
-    prompting: Prompting
-    rendering: Rendering
-    hidden_ids: Callable[[Environment], Iterable[str]]
+    champion: Callable[[], Policy] | None = None
+    prompting: Prompting | None = None
+    rendering: Rendering = PLAIN_RENDERING
+    hidden_ids: Callable[[Environment], Iterable[str]] = no_hidden_ids
     oracle: Callable[[], Oracle] | None = None
     guardrail: Callable[[str, Action, View], str | None] = no_guardrail
     observation_model: type[BaseModel] | None = None

@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 
 from aaos.core.env import Environment
 from aaos.core.kit import EnvKit
+from aaos.core.policy import Policy
 from aaos.core.spec import EnvSpec
 
 DEFAULT_ENV = "org"
@@ -64,6 +65,19 @@ def kit_of(env: str = DEFAULT_ENV) -> EnvKit:
         if not isinstance(entry, EnvKit):
             raise TypeError(f"{_REGISTRY[env]} is not an EnvKit")
     return entry
+
+
+def has_champion(env: str = DEFAULT_ENV) -> bool:
+    return kit_of(env).champion is not None
+
+
+def champion_of(env: str = DEFAULT_ENV) -> Policy:
+    """A fresh champion of the environment (the "heuristic" policy); ValueError where its kit gives none."""
+    build = kit_of(env).champion
+    if build is None:
+        raise ValueError(f"environment {env!r} has no champion (its kit sets none), so the 'heuristic' policy is not "
+                         f"available for it; use 'noop' or 'random', or give the kit a champion")
+    return build()
 
 
 @cache

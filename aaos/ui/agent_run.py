@@ -141,7 +141,11 @@ def play(session: Session, name: str, delay: float, form: composer.Form, mode: s
             except RuntimeError as error:
                 yield note(f"The local model could not start: {error}", "error")
                 return
-        policy = agents.build(name, seed, env, config)
+        try:
+            policy = agents.build(name, seed, env, config)
+        except ValueError as error:  # a policy the environment does not offer (the champion of one without)
+            yield note(str(error), "error")
+            return
         policy.reset(seed)
         yield from _steps(session, run, policy, config, label, delay, form, steps)
     finally:

@@ -167,11 +167,15 @@ def score_arithmetic(spec: EnvSpec, last: Mapping[str, Any]) -> str:
             f'<p class="aaos-help">{esc(prose.SCORE_RULE)}</p></div>')
 
 
-def episode_report(spec: EnvSpec, last: Mapping[str, Any], body: str, champion: float) -> str:
+def episode_report(spec: EnvSpec, last: Mapping[str, Any], body: str, champion: float | None) -> str:
     """The end-of-episode report, alike for every environment: its title with the score, how the score adds up,
     the environment kit's report (`body`: what was delivered, missed and broken) and the verdict against the
-    champion on the same task, scenario and seed."""
+    champion on the same task, scenario and seed (none for an environment without a champion)."""
     score = float(last["score"])
+    head = (f'<div class="aaos-report-all" id="aaos-episode-report"><h3>{esc(prose.REPORT_TITLE.format(score=score))}'
+            f'</h3><h4>How the score adds up</h4>{score_arithmetic(spec, last)}{body}')
+    if champion is None:
+        return f"{head}</div>"
     gap = score - champion
     if abs(gap) < VERDICT_TIE:
         judged, label, kind = prose.VERDICT_TIE.format(champion=champion), "level", "done"
@@ -179,9 +183,7 @@ def episode_report(spec: EnvSpec, last: Mapping[str, Any], body: str, champion: 
         judged, label, kind = prose.VERDICT_ABOVE.format(champion=champion, gap=gap), "above", "applied"
     else:
         judged, label, kind = prose.VERDICT_BELOW.format(champion=champion, gap=-gap), "below", "rejected"
-    return (f'<div class="aaos-report-all" id="aaos-episode-report"><h3>{esc(prose.REPORT_TITLE.format(score=score))}'
-            f'</h3><h4>How the score adds up</h4>{score_arithmetic(spec, last)}{body}'
-            f'<div class="aaos-verdict" id="aaos-verdict"><h4>Against the champion</h4>'
+    return (f'{head}<div class="aaos-verdict" id="aaos-verdict"><h4>Against the champion</h4>'
             f"<p>{pill(label, kind)} {esc(judged)}</p></div></div>")
 
 

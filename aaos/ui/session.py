@@ -52,9 +52,12 @@ def default_meta(env_id: str) -> EpisodeMeta:
 
 
 @functools.lru_cache(maxsize=256)
-def champion_score(meta: EpisodeMeta) -> float:
+def champion_score(meta: EpisodeMeta) -> float | None:
     """The champion's final score on the episode of `meta` (same environment, task, scenario and seed): what the
-    end-of-episode report judges a score against. The champion is deterministic, so one run per episode is cached."""
+    end-of-episode report judges a score against; None for an environment without a champion. The champion is
+    deterministic, so one run per episode is cached."""
+    if not aaos.envs.has_champion(meta.env):
+        return None
     env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
     champion = aaos.policies.make(CHAMPION, env=meta.env)
     observation = env.reset()
