@@ -140,6 +140,9 @@ class EnvKit:
         generator into `folder` and returns their paths; None if the environment has no generator.
     tabular(view): for tabular learners (`aaos train-q`), a compact state key of a one-role view and the discrete
         moves available in it, by name, each a legal action; None where the environment offers no abstraction.
+    rollout_to_end: the GRPO reward plays a completion's rollout to the episode's end, discounted, rather than a fixed
+        number of steps (aaos.training.rollout): for an environment whose actions show their worth only when
+        something they touched closes, however far off.
     """
 
     environment: Callable[..., Environment]
@@ -155,3 +158,4 @@ class EnvKit:
     scenario_file: Callable[[str], ScenarioInfo] | None = None
     generate_scenarios: Callable[[int, Path, int, Split], list[Path]] | None = None
     tabular: Callable[[View], tuple[str, dict[str, Action]]] | None = None
+    rollout_to_end: bool = False

@@ -95,7 +95,7 @@ def _sft(args: argparse.Namespace) -> int:
 def _grpo_data(args: argparse.Namespace) -> int:
     episodes = read_episodes(args.files, args.env)
     count = _write_rows(grpo_rows(episodes, args.mode, args.horizon), args.out)
-    print(f"{count} prompts from {len(episodes)} episodes (horizon {args.horizon}) -> {args.out}")
+    print(f"{count} prompts from {len(episodes)} episodes (horizon {args.horizon or 'the default'}) -> {args.out}")
     return 0
 
 
@@ -211,8 +211,9 @@ def add_parsers(sub: Any) -> None:
     p = _dataset_parser(sub, "grpo-data", _grpo_data, "build the GRPO dataset (prompts with environment snapshots)",
                         "One prompt per decision of every step, with the snapshot that reward_fn and the TRL "
                         "environment (aaos.training.environment_class) restore.")
-    p.add_argument("--horizon", type=int, default=DEFAULT_HORIZON,
-                   help="score each completion this many steps after the snapshot")
+    p.add_argument("--horizon", type=int, default=None,
+                   help=f"score each completion this many steps after the snapshot (default: {DEFAULT_HORIZON}, or "
+                        "the episode's end, discounted, for an environment whose kit says rollout_to_end)")
 
 
 def _dataset_parser(sub: Any, name: str, func: Callable[[argparse.Namespace], int], help_text: str,

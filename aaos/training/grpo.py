@@ -8,7 +8,8 @@ A row is one decision the LLM agent would face at one step of a recorded episode
                payload survives `datasets`' column typing unchanged.
     role       the role the completion acts for; null in joint and compact mode (the completion acts for every role).
     mode       the LLM agent's mode, which says how the completion writes its actions.
-    horizon    the completion is scored this many steps after the snapshot (aaos.training.rollout).
+    horizon    the completion is scored this many steps after the snapshot (aaos.training.rollout); null: the
+               environment's default (DEFAULT_HORIZON, or the episode's end where its kit says rollout_to_end).
     env, task, scenario, seed, step
                where it comes from; step is the number of steps taken before the decision.
 
@@ -20,7 +21,9 @@ at the snapshot plus the return of the steps up to the horizon, so a completion 
 return. The horizon (DEFAULT_HORIZON, 15 steps, aaos.training.rollout) is long enough for an action's effect
 to show: at that depth detecting a hidden risk, flagging a detected one and requesting a resource a blocked
 task needs each score at least as well as no_op on average (tests/test_reward_signal.py), which a horizon of 1
-did not give: a flag scored less than doing nothing there, a needed request no more.
+did not give: a flag scored less than doing nothing there, a needed request no more. The inbox plays to the
+episode's end instead, discounted (a label pays when its email closes): a right label, priority or closing
+scores above no_op and a wrong one below in at least 95 % of sampled states (tests/test_inbox_reward_signal.py).
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ from aaos.agents.llm import InvalidAnswer, Mode
 from aaos.training.decisions import completion_text, decisions, parse_answer
 from aaos.training.episodes import Record, provenance
 from aaos.training.replay import exact_steps
-from aaos.training.rollout import DEFAULT_HORIZON, INVALID_REWARD, Rollout
+from aaos.training.rollout import INVALID_REWARD, Rollout
 
 
 def grpo_rows(episodes: Iterable[Sequence[Record]], mode: Mode = "per_role",
-              horizon: int = DEFAULT_HORIZON) -> Iterator[dict[str, Any]]:
+              horizon: int | None = None) -> Iterator[dict[str, Any]]:
     """The GRPO rows of every step of the episodes (see the module docstring); each episode is replayed first."""
-    if horizon < 1:
+    if horizon is not None and horizon < 1:
         raise ValueError(f"horizon must be at least 1 step, got {horizon}")
     for episode in episodes:
         spec = aaos.spec(episode[0]["env"])
@@ -51,7 +54,8 @@ def grpo_rows(episodes: Iterable[Sequence[Record]], mode: Mode = "per_role",
                        "mode": decision.mode, "horizon": horizon, **provenance(step.record)}
 
 
-def score_completion(snapshot: str, role: str | None, horizon: int, text: str, mode: Mode | None = None) -> float:
+def score_completion(snapshot: str, role: str | None, horizon: int | None, text: str,
+                     mode: Mode | None = None) -> float:
     """The reward of one answer given at a snapshot (see the module docstring); mode None: per-role for a role,
     else joint."""
     rollout = Rollout(snapshot, role, horizon)
@@ -69,12 +73,13 @@ def _mode(role: str | None) -> Mode:
 
 def reward_fn(completions: list[Any], **kw: Any) -> list[float]:
     """TRL reward function: one reward per completion, from the rows' `snapshot`, `role`, `mode` and `horizon`
-    columns (TRL passes every dataset column as a keyword; a missing horizon means DEFAULT_HORIZON, a missing
-    mode per-role for a role and joint otherwise)."""
+    columns (TRL passes every dataset column as a keyword; a missing or null horizon means the environment's
+    default, a missing mode per-role for a role and joint otherwise)."""
     if "snapshot" not in kw or "role" not in kw:
         raise ValueError("reward_fn needs the snapshot and role columns of rows built by `aaos grpo-data`")
-    horizons = kw.get("horizon") or [DEFAULT_HORIZON] * len(completions)
+    horizons = kw.get("horizon") or [None] * len(completions)
     modes = kw.get("mode") or [_mode(role) for role in kw["role"]]
-    return [score_completion(snapshot, role, int(horizon), completion_text(completion), mode)
+    return [score_completion(snapshot, role, None if horizon is None else int(horizon), completion_text(completion),
+                             mode)
             for completion, snapshot, role, horizon, mode in zip(completions, kw["snapshot"], kw["role"], horizons,
                                                                  modes, strict=True)]

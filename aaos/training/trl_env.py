@@ -11,8 +11,9 @@ of the environment's spec, with the payload fields as arguments; `get_reward()` 
   A valid action is one step (the champion acts for the other roles); the method returns what became of
   it and the role's next view, as the next user turn of the agent's prompt shows it. An invalid one is
   not played: the method says why, and the model may call again.
-* get_reward: the score `horizon` steps after the snapshot, the champion playing the steps the model did
-  not take (aaos.training.rollout); INVALID_REWARD if the model took no valid action.
+* get_reward: the score `horizon` steps after the snapshot (null: the environment's default), the champion
+  playing the steps the model did not take (aaos.training.rollout); INVALID_REWARD if the model took no valid
+  action.
 
 Nothing here imports torch or trl.
 """
@@ -27,7 +28,7 @@ from aaos.agents.llm import InvalidAnswer, validate_answer
 from aaos.agents.prompts import role_user_prompt
 from aaos.core.spec import ActionSpec
 from aaos.server.signatures import signed
-from aaos.training.rollout import DEFAULT_HORIZON, INVALID_REWARD, Rollout
+from aaos.training.rollout import INVALID_REWARD, Rollout
 
 RETURNS = "What became of the action, then your view and legal actions for the next step."
 
@@ -44,7 +45,8 @@ class SeatEnvironment:
         if not row.get("snapshot") or not row.get("role"):
             raise ValueError(f"{type(self).__name__} needs rows with a snapshot and a role: build them with "
                              "`aaos grpo-data --mode per_role`")
-        self.rollout = Rollout(row["snapshot"], row["role"], int(row.get("horizon") or DEFAULT_HORIZON))
+        horizon = row.get("horizon")
+        self.rollout = Rollout(row["snapshot"], row["role"], None if horizon is None else int(horizon))
         self.invalid_calls = 0
         shown = self._view_prompt()
         prompt = row.get("prompt") or []

@@ -3,7 +3,8 @@
 Per email: open it, read the whole text, guess the sender's intent from the first keyword group that matches
 (KEYWORDS, most dangerous first), read the facts the rules need (key-account sender, dollar amount, seat count,
 how often the sender has chased), apply the public rules (aaos.envs.inbox.world.truth) to those guesses, then
-classify, set the priority and close. Urgent-looking emails are opened first. It keeps no memory between steps.
+classify, set the priority and close (keeping a label someone set before it). Urgent-looking emails are opened
+first. It keeps no memory between steps.
 Its weakness is the keyword match itself: negations, misleading subjects, paraphrases and amounts in loose words
 fool it, which is the reading comprehension the hard task leaves to better agents.
 """
@@ -85,10 +86,12 @@ class InboxChampion(Policy):
         return action("open_email", email_id=next_to_open(view))
 
     def handle(self, email: dict[str, Any], view: dict[str, Any]) -> Action:
+        """Label what is unlabelled, then close. A label already set is kept, whoever set it (a user in a mixed team,
+        a learner whose GRPO rollout the champion plays on): what they decided is what gets graded."""
         category, priority, outcome = self.judge(email, view)
-        if email["category"] != category:
+        if email["category"] is None:
             return action("classify_email", email_id=email["id"], category=category)
-        if email["priority"] != priority:
+        if email["priority"] is None:
             return action("set_priority", email_id=email["id"], level=priority)
         return action(CLOSE_ACTION[outcome], email_id=email["id"])
 

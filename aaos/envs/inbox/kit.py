@@ -33,4 +33,5 @@ KIT = EnvKit(
     observation_model=InboxObservation,
     state_model=InboxState,
     scenario_file=SCENARIOS.info,
+    rollout_to_end=True,  # a label is graded when its email closes: a fixed horizon may end before it does
 )
