@@ -87,3 +87,15 @@ def test_the_extras_table_matches_pyproject() -> None:
                 installed += 1
                 assert found & set(modules), f"aaos.core.extras lists none of {requirement.name}'s modules for {extra}"
     assert installed >= len(EXTRA_MODULES)
+
+
+def test_the_openenv_package_s_lock_agrees_with_the_pins() -> None:
+    """deploy/openenv/uv.lock (which `openenv validate` requires) locks every package requirements.txt pins at
+    that pin: the requirements files stay the one source of versions."""
+    lock = tomllib.loads((REPO_ROOT / "deploy" / "openenv" / "uv.lock").read_text(encoding="utf-8"))
+    locked = {canonicalize_name(package["name"]): package.get("version") for package in lock["package"]}
+    pins = _pins("requirements.txt")
+    differ = {name: (version, locked[name]) for name, (version, _) in pins.items()
+              if name in locked and locked[name] != version}
+    assert not differ, f"uv.lock differs from requirements.txt (pin, locked): {differ}; run uv lock there"
+    assert {"aaos", "openenv-core", "pydantic", "fastmcp", "uvicorn"} <= set(locked)

@@ -1,5 +1,5 @@
-"""OpenEnv conformance: `openenv validate` on the repo and on a running `aaos serve`; the Space app serves the
-API beside the UI."""
+"""OpenEnv conformance: `openenv validate` on the OpenEnv package (deploy/openenv) and on a running `aaos serve`;
+the Space app serves the API beside the UI."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def served() -> Iterator[str]:
         yield url
 
 
-def test_openenv_validate_passes_on_the_repo() -> None:
-    result = openenv("--json", str(REPO))
+def test_openenv_validate_passes_on_the_openenv_package() -> None:
+    result = openenv("--json", str(REPO / "deploy" / "openenv"))
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["passed"] and report["issues"] == []
@@ -66,3 +66,18 @@ def test_the_space_serves_the_api_beside_the_ui() -> None:
         session = client.post("/reset", json={"task": "org_simulation"}).json()["session_id"]
         assert client.post("/step", json={"session_id": session, "action": {}}).status_code == 200
         assert "text/html" in client.get("/").headers["content-type"]
+
+
+def test_the_openenv_package_s_manifest_names_an_app_that_serves_the_api() -> None:
+    package = REPO / "deploy" / "openenv"
+    module, attribute = next(line.split(":", 1)[1].strip() for line in
+                             (package / "openenv.yaml").read_text(encoding="utf-8").splitlines()
+                             if line.startswith("app:")).split(":")
+    code = (f"import sys; sys.path.insert(0, {str(package)!r}); import importlib, json; "
+            "from fastapi.testclient import TestClient; "
+            f"app = getattr(importlib.import_module({module!r}), {attribute!r}); "
+            "client = TestClient(app); sid = client.post('/reset', json={}).json()['session_id']; "
+            "print(json.dumps([client.get('/health').json(), "
+            "client.post('/step', json={'session_id': sid, 'action': {}}).status_code]))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(result.stdout) == [{"status": "healthy"}, 200]

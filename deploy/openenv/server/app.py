@@ -1,10 +1,13 @@
-"""OpenEnv's conventional server entry (`server/app.py`, checked by `openenv validate`). The server itself
-is `aaos/server/app.py`; this file only runs it:
+"""OpenEnv's conventional server entry (`server/app.py`, checked by `openenv validate deploy/openenv`): the ASGI
+`app` its manifest names, and `main` (the `server` script). The server itself is `aaos/server/app.py`:
 
-    python server/app.py --port 8000      # same as `aaos serve --port 8000` or the `server` script
+    python deploy/openenv/server/app.py --port 8000      # same as `aaos serve --port 8000` or `aaos-server`
 """
 
+from aaos.server.app import create_app
 from aaos.server.app import main as run_server
+
+app = create_app()
 
 
 def main() -> None:
