@@ -26,15 +26,21 @@ settings.register_profile(
 settings.load_profile(os.environ.get("AAOS_HYPOTHESIS_PROFILE", "aaos"))
 
 LOCAL_MODEL_GROUP = "local_model"
+REAL_BROWSER = "browser"
+"""The fixture name of Debian's Chromium under Playwright (tests/ui_fixtures.chromium): a test that uses it is slow."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """How a parallel run (pytest-xdist's `--dist loadgroup`, as pyproject sets it) shares the tests out: each
-    file's tests stay together on one worker, so that its module-scoped fixtures (servers, a training run) are
-    built once, and the tests of the real local model, about half of the suite's time, go first and together to
-    one worker, which starts the model's server once while the other workers take the rest."""
+    """The slow tier, and how a parallel run (pytest-xdist's `--dist loadgroup`, as pyproject sets it) shares the
+    tests out. A test of the real local model or of a real browser is marked slow (the default run leaves the slow
+    tier out; `-m slow` runs it). Each file's tests stay together on one worker, so that its module-scoped fixtures
+    (servers, a training run) are built once, and the tests of the real local model, about half of the slow
+    tier's time, go first and together to one worker, which starts the model's server once while the other
+    workers take the rest."""
     for item in items:
+        if item.get_closest_marker("local_model") or REAL_BROWSER in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
         group = LOCAL_MODEL_GROUP if item.get_closest_marker("local_model") else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: not item.get_closest_marker("local_model"))

@@ -20,6 +20,8 @@ from helpers import REPO_ROOT
 from aaos.cli import main as cli
 from aaos.training import INVALID_REWARD
 
+pytestmark = pytest.mark.slow  # TRL's trainers on a tiny model, two steps each
+
 pytest.importorskip("torch", reason="torch is in the optional [train] extra")
 pytest.importorskip("trl", reason="trl is in the optional [train] extra")
 

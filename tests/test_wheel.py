@@ -17,17 +17,25 @@ from helpers import REPO_ROOT
 
 import aaos
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it into a fresh virtual environment
+
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtual environment with the wheel installed; it sees the dependencies already on this machine (system
-    site packages), so no download is needed, but aaos itself only from the wheel."""
+    """A virtual environment with the wheel installed; it sees the dependencies of the interpreter running the
+    tests (a .pth file lists the site-packages on its path, whether it is a virtual environment or not), so no
+    download is needed, but aaos itself only from the wheel: a directory a .pth file adds has none of its own .pth
+    files read, so an editable install of the checkout stays invisible, and the wheel comes first on the path."""
     root = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(root)], check=True, cwd=root)
     wheel = next(root.glob("aaos-*.whl"))
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(root / "venv")], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
     python = root / "venv" / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    ours = [entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")]
+    (Path(own) / "dependencies.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
     return root / "venv"
 
