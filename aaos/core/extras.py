@@ -21,7 +21,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "ray": ("ray",),
 }
 """The top-level modules each extra installs (tests/test_pins.py checks them against pyproject.toml)."""
-EXTRA_INCLUDES: dict[str, tuple[str, ...]] = {"space": ("llm", "bench", "server"), "train": ("llm",),
+EXTRA_INCLUDES: dict[str, tuple[str, ...]] = {"space": ("llm", "bench", "server", "local"), "train": ("llm",),
                                               "local": ("llm",)}
 """The extras an extra installs too (pyproject.toml's "aaos[...]" entries)."""
 
