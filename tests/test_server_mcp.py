@@ -17,6 +17,7 @@ from websockets.sync.client import connect
 
 from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
+from aaos.server.models import MAX_MESSAGES
 from aaos.server.sessions import SessionConfig
 
 INVALID_PARAMS = -32602
@@ -269,3 +270,22 @@ def test_openenv_tool_calls_as_websocket_steps_say_what_is_wrong_and_change_noth
         assert role_named_type["type"] == "error" and "internal" not in role_named_type["data"]["message"]
         joint = send({"type": "step", "data": {"engineer": {"action_type": "no_op", "payload": {}}}})
         assert joint["data"]["observation"]["step_count"] == 2  # joint actions still step as before
+
+
+def test_a_long_list_of_refusals_says_how_many_more_there_are(http: httpx.Client, session: str) -> None:
+    actions = {f"janitor_{n}": {"action_type": "no_op"} for n in range(MAX_MESSAGES + 5)}
+    refused = rpc(http, "tools/call", {"session_id": session, "name": "joint_action",
+                                       "arguments": {"actions": actions}})
+    problems = refused["error"]["data"]["problems"]
+    assert len(problems) == MAX_MESSAGES + 1 and problems[-1] == "and 5 more", problems
+    assert refused["error"]["message"].endswith("; and 5 more")
+
+
+def test_a_method_mcp_does_not_answer_is_a_405_listing_the_methods_it_does(http: httpx.Client) -> None:
+    for method in ("GET", "PUT", "PATCH", "OPTIONS"):
+        answer = http.request(method, "/mcp")
+        assert answer.status_code == 405 and answer.headers["allow"] == "DELETE, POST", (method, answer.headers)
+    documented = http.get("/openapi.json").json()["paths"]["/mcp"]
+    assert sorted(documented) == ["delete", "post"]
+    [header] = documented["delete"]["parameters"]
+    assert header["name"] == "Mcp-Session-Id" and header["required"] is True  # its absence is the documented 400

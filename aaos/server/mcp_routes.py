@@ -65,8 +65,9 @@ from starlette.websockets import WebSocketDisconnect
 
 import aaos
 from aaos.server.environment import AAOSEnvironment
-from aaos.server.models import MAX_MESSAGES, InvalidAction, InvalidParams, error_messages
+from aaos.server.models import InvalidAction, InvalidParams, error_messages
 from aaos.server.sessions import Refused, Session, SessionStore, UnknownSession
+from aaos.server.wire import clipped
 
 log = logging.getLogger("aaos.server")
 MCP_REMEDY = ("close one (DELETE /mcp with its Mcp-Session-Id, openenv/session/close, or a WS /mcp connection), "
@@ -82,6 +83,16 @@ EMPTY_LISTS = {"resources/list": {"resources": []}, "resources/templates/list": 
 TOOL_STEP_TYPES = {"list_tools": ListToolsAction, "call_tool": CallToolAction}
 """The `type` of a WS /ws `step` message's data that is an MCP call (openenv's MCPToolClient in its default mode)."""
 _TOOL_ERROR_TYPES = {JsonRpcErrorCode.INVALID_PARAMS: ToolErrorType.INVALID_ARGS}
+METHODS = ("DELETE", "POST")
+"""The HTTP methods of /mcp (what a 405's Allow header lists); WS /mcp is a route of its own."""
+
+
+def _header(name: str, required: bool, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI header parameter (the routes read their headers themselves, to answer as MCP says)."""
+    return {"name": name, "in": "header", "required": required, "description": description, "schema": schema}
+
+
+SESSION_PARAMETER = {"type": "string", "minLength": 1}
 
 
 class RpcError(Exception):
@@ -93,8 +104,8 @@ class RpcError(Exception):
 
 
 def _invalid(problems: list[str]) -> RpcError:
-    return RpcError(JsonRpcErrorCode.INVALID_PARAMS, "; ".join(problems[:MAX_MESSAGES]),
-                    {"problems": problems[:MAX_MESSAGES]})
+    shown = clipped(problems)
+    return RpcError(JsonRpcErrorCode.INVALID_PARAMS, "; ".join(shown), {"problems": shown})
 
 
 def _error(code: JsonRpcErrorCode, message: str, data: dict[str, Any] | None = None, request_id: Any = None
@@ -290,7 +301,13 @@ def add_mcp_routes(app: FastAPI, sessions: SessionStore) -> None:
     app.router.routes[:] = [route for route in app.router.routes if getattr(route, "path", None) != "/mcp"]
     routes = McpRoutes(sessions)
 
+    session_header = _header("Mcp-Session-Id", False, "The MCP session an `initialize` answer named (standard "
+                             "clients); without it, openenv's methods.", SESSION_PARAMETER)
+    version_header = _header("MCP-Protocol-Version", False, "The protocol version the client negotiated.",
+                             {"type": "string", "enum": list(SUPPORTED_PROTOCOL_VERSIONS)})
+
     @app.post("/mcp", tags=["MCP"], summary="MCP over JSON-RPC 2.0 (streamable HTTP, and openenv's methods)",
+              openapi_extra={"parameters": [session_header, version_header]},
               responses={200: {"description": "A JSON-RPC 2.0 response: `result`, or `error` {code, message, data}; "
                                               "an `initialize` answer carries the Mcp-Session-Id header."},
                          202: {"description": "A notification was accepted (no body)."},
@@ -301,22 +318,24 @@ def add_mcp_routes(app: FastAPI, sessions: SessionStore) -> None:
         `tools/call` with the Mcp-Session-Id header the initialize answer gave. openenv's clients: tools/list,
         tools/call (`name`, `arguments`), openenv/session/create and openenv/session/close; `session_id` in the
         params acts on that MCP session, else on a fresh environment."""
-        try:
-            message = json.loads(await http.body())
-        except (json.JSONDecodeError, RecursionError) as error:
-            return JSONResponse(_error(JsonRpcErrorCode.PARSE_ERROR, f"the body is not JSON: {error}"[:200]))
         version = http.headers.get(VERSION_HEADER)
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             spoken = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
             return JSONResponse(_error(JsonRpcErrorCode.INVALID_REQUEST, f"unsupported MCP-Protocol-Version "
                                        f"{version[:40]!r}; this server speaks {spoken}"), status_code=400)
-        client = http.client.host if http.client else None
         session_id = http.headers.get(SESSION_HEADER)
-        if session_id is not None:
+        own = None
+        if session_id is not None:  # the headers are answered before the body is read
             try:
                 own = sessions.get(session_id)
             except UnknownSession:
                 return _session_gone(session_id)
+        try:
+            message = json.loads(await http.body())
+        except (json.JSONDecodeError, RecursionError) as error:
+            return JSONResponse(_error(JsonRpcErrorCode.PARSE_ERROR, f"the body is not JSON: {error}"[:200]))
+        client = http.client.host if http.client else None
+        if own is not None:
             if is_notification(message):
                 return Response(status_code=202)
             return JSONResponse(await routes.answer(message, client, own, standard=True))
@@ -327,6 +346,8 @@ def add_mcp_routes(app: FastAPI, sessions: SessionStore) -> None:
         return JSONResponse(await routes.answer(message, client))
 
     @app.delete("/mcp", tags=["MCP"], summary="End a streamable HTTP MCP session", status_code=204,
+                openapi_extra={"parameters": [{**session_header, "required": True,
+                                               "description": "The MCP session to end."}]},
                 responses={400: {"description": "No Mcp-Session-Id header."},
                            404: {"description": "An unknown or expired Mcp-Session-Id."}})
     async def end_mcp_session(http: Request) -> Response:
@@ -340,6 +361,13 @@ def add_mcp_routes(app: FastAPI, sessions: SessionStore) -> None:
         except UnknownSession:
             return _session_gone(session_id)
         return Response(status_code=204)
+
+    @app.api_route("/mcp", methods=["GET", "HEAD", "OPTIONS", "PATCH", "PUT", "TRACE"], include_in_schema=False)
+    async def other_method(http: Request) -> Response:
+        """A 405 listing every method /mcp answers (Starlette's own names only the first route's); GET included:
+        there is no server-to-client stream."""
+        return JSONResponse({"detail": f"{http.method[:20]} /mcp is not allowed; use {' or '.join(METHODS)}"},
+                            status_code=405, headers={"Allow": ", ".join(METHODS)})
 
     @app.websocket("/mcp")
     async def mcp_socket(socket: WebSocket) -> None:
