@@ -1,5 +1,6 @@
 """`aaos doctor`: the startup audit. Is a model token present (never its value), does the configured model
-endpoint answer (and how fast), and does each environment's champion play its easy and medium tasks end to end?
+endpoint answer (and how fast), and does each environment's champion play its easy and medium tasks end to end
+(an environment without a champion is skipped, saying so)?
 
     aaos doctor                # every registered environment
     aaos doctor --env inbox    # one
@@ -81,7 +82,10 @@ def endpoint_check(config: LLMConfig | None, timeout_s: float = ENDPOINT_TIMEOUT
 def champion_checks(env_id: str, seed: int = 0) -> Iterator[Check]:
     """The champion's episode on each easy and medium task of the environment (its first task if it has
     neither), on the default scenario: it must finish with its return equal to its score in [0, 1]; a score
-    under the success threshold is a warning."""
+    under the success threshold is a warning. An environment whose kit gives no champion is skipped."""
+    if not aaos.envs.has_champion(env_id):
+        yield Check(f"champion {env_id}", "skip", "its kit gives no champion (allowed: noop and random still play)")
+        return
     spec = aaos.spec(env_id)
     tasks = [t for t in spec.tasks if t.difficulty in AUDITED_DIFFICULTIES] or list(spec.tasks[:1])
     for task in tasks:

@@ -126,6 +126,16 @@ def test_a_champion_whose_return_is_not_its_score_fails(capsys: pytest.CaptureFi
     assert line.startswith("fail") and "should equal a score in [0, 1]" in line
 
 
+@pytest.mark.usefixtures("no_model")
+def test_an_environment_without_a_champion_is_skipped_saying_why(capsys: pytest.CaptureFixture[str]) -> None:
+    with registered(bare="bare_env:KIT"):
+        assert cli(["doctor", "--env", "bare"]) == 0
+    out = capsys.readouterr().out
+    line = line_of(out, "champion bare")
+    assert line.startswith("skip") and "its kit gives no champion" in line
+    assert out.splitlines()[-1] == "0 ok, 0 warnings, 3 skipped, 0 failed"
+
+
 def test_the_space_logs_the_audit_once_it_is_up_without_the_token() -> None:
     log = ARTIFACTS / "doctor_space.log"
     variables = {k: "" for k in ("MODEL_NAME", "API_BASE_URL")}
