@@ -6,8 +6,9 @@ an environment offers without touching its internals.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -151,3 +152,41 @@ class EnvSpec:
                 for c in self.reward_components
             ],
         }
+
+
+class HasTaskSpec(Protocol):
+    """An environment's own task record, which carries the task's public spec."""
+
+    @property
+    def spec(self) -> TaskSpec: ...
+
+
+class Listed(Protocol):
+    """An environment's own scenario record, which lists itself as a ScenarioInfo."""
+
+    def info(self) -> ScenarioInfo: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What an environment says of itself beside its parts (see EnvSpec for each field)."""
+
+    id: str
+    title: str
+    description: str
+    version: str
+    reward_version: str
+    default_task: str = ""
+    default_scenario: str = ""
+
+
+def assemble_spec(identity: Identity, roles: tuple[str, ...], tasks: Iterable[HasTaskSpec],
+                  scenarios: Iterable[Listed], actions: tuple[ActionSpec, ...],
+                  reward_components: tuple[RewardComponent, ...]) -> EnvSpec:
+    """An environment's spec from its identity and its parts: its task records (each holding a TaskSpec) and its
+    scenario records (each listing itself), in their order."""
+    return EnvSpec(id=identity.id, title=identity.title, description=identity.description, roles=roles,
+                   tasks=tuple(t.spec for t in tasks), scenarios=tuple(s.info() for s in scenarios), actions=actions,
+                   reward_components=reward_components, version=identity.version,
+                   reward_version=identity.reward_version, default_task=identity.default_task,
+                   default_scenario=identity.default_scenario)

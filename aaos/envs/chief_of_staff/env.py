@@ -7,7 +7,7 @@ from typing import Any
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
-from aaos.core.spec import EnvSpec
+from aaos.core.spec import EnvSpec, Identity, assemble_spec
 from aaos.envs.chief_of_staff import observe
 from aaos.envs.chief_of_staff import world as dynamics
 from aaos.envs.chief_of_staff.graders import grade, public_grade
@@ -21,21 +21,13 @@ VERSION = "2"
 REWARD_VERSION = "2"
 
 
+IDENTITY = Identity(ENV_ID, "Chief of Staff Arena",
+                    "A chief of staff runs a principal's calendar through contradictory requests, hidden preference "
+                    "drift and stakeholder trust that moves with a delay.", VERSION, REWARD_VERSION, DEFAULT_TASK)
+
+
 def cos_spec() -> EnvSpec:
-    return EnvSpec(
-        id=ENV_ID,
-        title="Chief of Staff Arena",
-        description="A chief of staff runs a principal's calendar through contradictory requests, hidden "
-                    "preference drift and stakeholder trust that moves with a delay.",
-        roles=ROLES,
-        tasks=tuple(t.spec for t in TASKS),
-        scenarios=tuple(s.info() for s in builtin_scenarios().values()),
-        actions=ACTIONS,
-        reward_components=REWARD_COMPONENTS,
-        version=VERSION,
-        reward_version=REWARD_VERSION,
-        default_task=DEFAULT_TASK,
-    )
+    return assemble_spec(IDENTITY, ROLES, TASKS, builtin_scenarios().values(), ACTIONS, REWARD_COMPONENTS)
 
 
 class ChiefOfStaffEnv(Environment):

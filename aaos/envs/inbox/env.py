@@ -16,7 +16,7 @@ from aaos.core.actions import copy_record, parse_joint_action, problems, result_
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.seeding import holdout_salt, rng, seed_split
-from aaos.core.spec import EnvSpec, Split
+from aaos.core.spec import EnvSpec, Identity, Split, assemble_spec
 from aaos.envs.inbox import observe
 from aaos.envs.inbox.graders import Tally
 from aaos.envs.inbox.scenario import bank, builtin_scenarios, resolve_scenario
@@ -47,22 +47,14 @@ counts every urgent email of the episode from the start, so that it does not mov
 (final scores unchanged); 1: the first release."""
 
 
-def inbox_spec() -> EnvSpec:
-    return EnvSpec(
-        id="inbox",
-        title="Support Inbox",
-        description="A triage agent works a support inbox: classify each email, set its priority and close it the "
+IDENTITY = Identity("inbox", "Support Inbox",
+                    "A triage agent works a support inbox: classify each email, set its priority and close it the "
                     "right way (resolve, escalate or ignore), urgent ones first; spam and phishing mixed in.",
-        roles=ROLES,
-        tasks=tuple(t.spec for t in TASKS),
-        scenarios=tuple(s.info() for s in builtin_scenarios().values()),
-        actions=ACTIONS,
-        reward_components=REWARD_COMPONENTS,
-        version=VERSION,
-        reward_version=REWARD_VERSION,
-        default_task=DEFAULT_TASK,
-        default_scenario=DEFAULT_SCENARIO,
-    )
+                    VERSION, REWARD_VERSION, DEFAULT_TASK, DEFAULT_SCENARIO)
+
+
+def inbox_spec() -> EnvSpec:
+    return assemble_spec(IDENTITY, ROLES, TASKS, builtin_scenarios().values(), ACTIONS, REWARD_COMPONENTS)
 
 
 class InboxEnv(Environment):

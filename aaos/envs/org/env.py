@@ -8,7 +8,7 @@ from typing import Any
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult, seen_by
 from aaos.core.reward import RewardLedger, composite
-from aaos.core.spec import EnvSpec
+from aaos.core.spec import EnvSpec, Identity, assemble_spec
 from aaos.envs.org import dynamics, observe, oversight
 from aaos.envs.org.graders import grade
 from aaos.envs.org.scenario import builtin_scenarios, draw_variant, resolve_scenario
@@ -39,22 +39,13 @@ a hidden one becomes noticeable (final scores unchanged); 2: potential-based rew
 counted from noticeable_from, penalty as 1/(1+P)."""
 
 
+IDENTITY = Identity("org", "AAOS organisation",
+                    "Six roles run a tech organisation through a scenario: plan, delegate, manage risk, respond to "
+                    "incidents and injected events.", VERSION, REWARD_VERSION, DEFAULT_TASK, DEFAULT_SCENARIO)
+
+
 def org_spec() -> EnvSpec:
-    return EnvSpec(
-        id="org",
-        title="AAOS organisation",
-        description="Six roles run a tech organisation through a scenario: plan, delegate, manage risk, "
-                    "respond to incidents and injected events.",
-        roles=ROLES,
-        tasks=tuple(t.spec for t in TASKS),
-        scenarios=tuple(s.info() for s in builtin_scenarios().values()),
-        actions=ACTIONS,
-        reward_components=REWARD_COMPONENTS,
-        version=VERSION,
-        reward_version=REWARD_VERSION,
-        default_task=DEFAULT_TASK,
-        default_scenario=DEFAULT_SCENARIO,
-    )
+    return assemble_spec(IDENTITY, ROLES, TASKS, builtin_scenarios().values(), ACTIONS, REWARD_COMPONENTS)
 
 
 def is_done(world: World) -> bool:
