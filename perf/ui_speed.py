@@ -1,4 +1,4 @@
-"""Server time of the Space's handlers, against the budget in the README's Speed table (step callback <= 50 ms).
+"""Server time of the Space's handlers, against the budget in the README's Speed table (step callback <= 30 ms).
 
     python perf/ui_speed.py            # every scenario, full_episode, 3 episodes each
     python perf/ui_speed.py --quick    # one episode per scenario
@@ -25,7 +25,7 @@ import aaos
 from aaos.ui import play
 from aaos.ui.session import Session
 
-BUDGET_MS = 50.0
+BUDGET_MS = 30.0
 TASK = "full_episode"
 QUERY = {"action_type": "query_metrics", "payload": {"metric": "error_rate"}}
 BAD = {"action_type": "delegate_task", "payload": {"task_id": "task_nope", "to": "engineer"}}
@@ -54,6 +54,12 @@ def new_session(scenario: str, seed: int) -> Session:
     return outputs["session"]
 
 
+def step(session: Session) -> dict[str, Any]:
+    """Step as the layout calls it, the roles without a queued action decided by the champion (the agent picked
+    under Agent run); the step's last update."""
+    return list(play.step(None, session, "agent", "engineer", None, False, "heuristic"))[-1]
+
+
 def measure(episodes: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"step": [], "run_step": [], "reset": [], "queue_ok": [], "queue_bad": [],
                                      "step_bytes": []}
@@ -72,7 +78,7 @@ def measure(episodes: int) -> dict[str, list[float]]:
                 elapsed, _ = timed(lambda s=session, sl=slots: play.queue_action(
                     None, s, "product_manager", None, True, str(BAD).replace("'", '"'), *sl))
                 times["queue_bad"].append(elapsed)
-                elapsed, outputs = timed(lambda s=session: play.step(None, s, "champion", "engineer", None, False))
+                elapsed, outputs = timed(lambda s=session: step(s))
                 times["step"].append(elapsed)
                 times["step_bytes"].append(float(payload_bytes(outputs)))
             session = new_session(scenario, seed)

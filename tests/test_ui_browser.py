@@ -94,11 +94,11 @@ def test_reset_a_holdout_scenario_then_queue_as_the_engineer_and_step(page: Page
     expect(status).to_contain_text("seed 10003 (holdout variant)")
     expect_step(page, 0)
 
-    page.get_by_role("tab", name="Reward").click()
+    page.get_by_role("tab", name="Reward", exact=True).click()
     chart = page.locator("#aaos-reward-plot")
     expect(chart.locator("canvas, svg").first).to_be_visible()
     chart_before = chart.screenshot()
-    page.get_by_role("tab", name="Play").click()
+    page.get_by_role("tab", name="Play", exact=True).click()
 
     pick(page, "aaos-role", "Engineer")
     pick(page, "aaos-action", "query_metrics")
@@ -117,9 +117,9 @@ def test_reset_a_holdout_scenario_then_queue_as_the_engineer_and_step(page: Page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_play.png"))
 
-    page.get_by_role("tab", name="Reward").click()
+    page.get_by_role("tab", name="Reward", exact=True).click()
     wait_until(lambda: chart.screenshot() != chart_before, 30, "the reward chart to change after the step")
-    page.get_by_role("tab", name="Logs").click()
+    page.get_by_role("tab", name="Logs", exact=True).click()
     expect(page.locator("#aaos-actions")).to_contain_text("query_metrics")
 
 
@@ -176,7 +176,7 @@ def test_an_agent_run_streams_to_a_final_score(page: Page) -> None:
     assert 1 < step_count(page) <= 30
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_finished_run.png"))
-    page.get_by_role("tab", name="Reward").click()
+    page.get_by_role("tab", name="Reward", exact=True).click()
     expect(page.locator("#aaos-reward-plot canvas, #aaos-reward-plot svg").first).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "ui_finished_run_reward.png"))
 
@@ -227,7 +227,7 @@ def test_a_model_run_shows_its_calls_and_keeps_the_token_out_of_the_page(page: P
 
 
 def test_the_benchmark_tab_ranks_the_champion_above_random(page: Page) -> None:
-    page.get_by_role("tab", name="Benchmark").click()
+    page.get_by_role("tab", name="Benchmark", exact=True).click()
     episodes = page.locator("#aaos-bench-episodes input")
     episodes.fill("3")
     expect(page.locator("#aaos-bench-plan")).to_contain_text("will play 60 episodes")
@@ -267,9 +267,9 @@ def test_another_environment_plays_through_the_same_page_drawn_by_its_kit(page: 
     expect(page.locator("#aaos-stat-step")).to_have_text("1 / 12")
     expect(card(page, "inspector").locator(".aaos-result")).to_contain_text("inspect")
     expect(card(page, "packer").locator(".aaos-result")).to_contain_text("no_op")
-    page.get_by_role("tab", name="World").click()
+    page.get_by_role("tab", name="World", exact=True).click()
     expect(page.locator("#aaos-world")).to_contain_text("Scores")
-    page.get_by_role("tab", name="Play").click()
+    page.get_by_role("tab", name="Play", exact=True).click()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_toy.png"))
 
@@ -334,7 +334,7 @@ def test_a_bad_seed_gets_the_spaces_message_and_no_popup(page: Page, seed: str, 
 
 def test_step_from_any_tab_and_step_numbers_agree_everywhere(page: Page) -> None:
     page.locator("#aaos-others label", has_text="Follow the champion").click()
-    page.get_by_role("tab", name="Logs").click()
+    page.get_by_role("tab", name="Logs", exact=True).click()
     page.locator("#aaos-step").click()
     expect_step(page, 1)
     page.locator("#aaos-step").click()
@@ -342,7 +342,7 @@ def test_step_from_any_tab_and_step_numbers_agree_everywhere(page: Page) -> None
     expect(page.locator("#aaos-message")).to_contain_text("Step 2: reward")
     first_row = page.locator("#aaos-actions tbody tr").first
     expect(first_row.locator("td").first).to_have_text("2")
-    page.get_by_role("tab", name="World").click()
+    page.get_by_role("tab", name="World", exact=True).click()
     expect(page.locator("#aaos-timeline .aaos-tl-step").first).to_have_text("step 2")
 
 
@@ -380,15 +380,15 @@ def test_on_a_phone_the_controls_come_first_and_nothing_overlaps(browser: Browse
         assert len(stats) == 5 and all(s["right"] <= PHONE["width"] for s in stats)
         assert not any(overlap(a, b) for i, a in enumerate(stats) for b in stats[i + 1:])
         for name in ("Play", "World", "Reward", "Logs", "Benchmark", "Training"):  # none behind the overflow menu
-            expect(page.get_by_role("tab", name=name)).to_be_visible()
-        page.get_by_role("tab", name="Reward").click()
+            expect(page.get_by_role("tab", name=name, exact=True)).to_be_visible()
+        page.get_by_role("tab", name="Reward", exact=True).click()
         expect(page.locator("#aaos-reward-plot canvas, #aaos-reward-plot svg").first).to_be_visible()
         assert boxes(page, "#aaos-reward-plot")[0]["height"] >= 200
-        page.get_by_role("tab", name="Logs").click()
+        page.get_by_role("tab", name="Logs", exact=True).click()
         headers = boxes(page, "#aaos-actions thead th")
         assert headers and min(h["width"] for h in headers) >= 40  # no header wraps letter by letter
         ARTIFACTS.mkdir(exist_ok=True)
-        page.get_by_role("tab", name="Play").click()
+        page.get_by_role("tab", name="Play", exact=True).click()
         page.screenshot(path=str(ARTIFACTS / "ui_phone.png"))
     finally:
         page.context.close()

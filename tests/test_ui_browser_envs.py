@@ -96,10 +96,10 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     expect(page.get_by_role("option", name=email, exact=True)).to_have_count(0)
     page.keyboard.press("Escape")
 
-    page.get_by_role("tab", name="World").click()
+    page.get_by_role("tab", name="World", exact=True).click()
     expect(page.locator("#aaos-world")).to_contain_text("Key accounts")
     expect(page.locator(f'#aaos-world .aaos-email[data-email="{email}"]')).to_contain_text("resolved")
-    page.get_by_role("tab", name="Play").click()
+    page.get_by_role("tab", name="Play", exact=True).click()
 
     set_delay(page, 0.1)
     page.locator("#aaos-run").click()

@@ -112,26 +112,30 @@ def test_on_a_laptop_environment_step_and_run_are_on_the_first_screen(page: Page
 
 @pytest.mark.parametrize("env_id", ["org", "inbox", "chief_of_staff"])
 def test_a_mixed_team_then_the_report_adds_up(page: Page, env_id: str) -> None:
-    """The user queues the first role's action, the champion decides the rest on Step; the logs say who decided;
-    the champion then finishes and the report's arithmetic gives its score."""
+    """The user queues the first role's action (the form's first action that does something: the action log leaves
+    out no-ops), the champion decides the rest on Step; the logs say who decided; the champion then finishes and
+    the report's arithmetic gives its score."""
     spec = aaos.spec(env_id)
     if current_env(page) != env_id:
         pick(page, "aaos-env", spec.title)
         expect(page.locator("#aaos-message")).to_contain_text(f"New episode of {spec.title}")
     role = spec.roles[0]
-    pick(page, "aaos-action", "no_op")
+    expect(page.locator("#aaos-action input")).not_to_have_value("no_op")
+    text = page.locator("#aaos-text-0 textarea, #aaos-text-0 input")
+    if text.count() and text.first.is_visible():  # e.g. a plan's text
+        text.first.fill("Ship the launch checklist")
     page.locator("#aaos-queue-button").click()
     expect(page.locator("#aaos-message")).to_contain_text(f"Queued for {humanize(role)}")
     page.locator("#aaos-others label", has_text="The agent under Agent run decides").click()
     page.locator("#aaos-step").click()
     expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(r"^1 / \d+$"))
     expect(page.locator("#aaos-message")).to_contain_text("Champion (heuristic) decided the roles without")
-    page.get_by_role("tab", name="Logs").click()
+    page.get_by_role("tab", name="Logs", exact=True).click()
     actions = page.locator("#aaos-actions")
     expect(actions).to_contain_text("you")
     if len(spec.roles) > 1:
         expect(actions).to_contain_text("Champion (heuristic)")
-    page.get_by_role("tab", name="Play").click()
+    page.get_by_role("tab", name="Play", exact=True).click()
     set_delay(page, 0.1)
     page.locator("#aaos-run").click()
     report = page.locator("#aaos-episode-report")

@@ -25,7 +25,7 @@ from aaos.core.trajectory import TRAJECTORY_VERSION
 from aaos.envs.org.render import metric_text
 from aaos.ui import benchmark_tab, charts, formatting, forms, layout, play, wiring
 from aaos.ui.layout import build_blocks
-from aaos.ui.session import SessionClosed, champion_score, default_meta
+from aaos.ui.session import Session, SessionClosed, champion_score, default_meta
 
 QUERY = '{"action_type": "query_metrics", "payload": {"metric": "latency"}}'
 
@@ -418,11 +418,15 @@ def test_the_timeline_shows_the_newest_entries_first_and_says_when_it_is_cut() -
     assert "Nothing has happened yet" in formatting.timeline({}, [])
 
 
-def test_the_layout_keeps_one_expiring_simulation_per_tab_and_no_public_api() -> None:
+def test_the_layout_keeps_every_tab_state_per_browser_tab_expiring_and_no_public_api() -> None:
+    """Whatever tabs keep per-session state (the episode, a replay, an arena round), each keeps it in a gr.State
+    that starts empty (a handler builds it for its browser tab, so no two tabs share an object) and expires; the
+    episode's simulation is closed when its state goes. No other component holds a simulation."""
     blocks = build_blocks()
     states = [b for b in blocks.blocks.values() if isinstance(b, gr.State)]
-    assert len(states) == 1
-    assert states[0].time_to_live == wiring.SESSION_TTL_S and states[0].delete_callback is wiring.close_session
+    assert states and all(s.value is None and s.time_to_live == wiring.SESSION_TTL_S for s in states)
+    assert sum(s.delete_callback is wiring.close_session for s in states) == 1
+    assert not any(isinstance(getattr(b, "value", None), Session) for b in blocks.blocks.values())
     fns = list(blocks.fns.values())
     assert any(fn.fn is wiring.unload for fn in fns)
     assert all(fn.api_visibility == "private" for fn in fns if fn.fn is not wiring.unload)
