@@ -165,15 +165,29 @@ _VALIDATED: dict[tuple[Any, ...], BaseModel] = {}
 VALIDATED_CACHE_SIZE = 4096
 
 
+def _payload_key(payload: dict[str, Any]) -> tuple[Any, ...]:
+    """A payload's items and their types, as a cache key: True == 1 == 1.0 in a plain key, and only 1 (or 1.0) is
+    an integer by the wire's rule."""
+    return (*payload.items(), *map(type, payload.values()))
+
+
+def _validate(model: type[BaseModel], payload: dict[str, Any]) -> BaseModel:
+    """The payload validated by the wire's rule for every surface (what the server and the PettingZoo wrapper
+    apply): a number without a fractional part is an integer (`integral`), then strict validation, so "5", true
+    and 2.5 are not integers, nor 5 a string."""
+    return model.model_validate(integral(payload), strict=True)
+
+
 def validate_payload(model: type[BaseModel], payload: dict[str, Any]) -> BaseModel:
-    """Validate a payload; payload models are frozen, so identical payloads share one validated instance."""
+    """Validate a payload (`_validate`); payload models are frozen, so identical payloads share one validated
+    instance."""
     try:
-        key = (model, *payload.items())
+        key = (model, *_payload_key(payload))
         hit = _VALIDATED.get(key)
     except TypeError:  # an unhashable value: validate without the cache
-        return model.model_validate(payload)
+        return _validate(model, payload)
     if hit is None:
-        hit = model.model_validate(payload)
+        hit = _validate(model, payload)
         if len(_VALIDATED) >= VALIDATED_CACHE_SIZE:
             _VALIDATED.clear()
         _VALIDATED[key] = hit
@@ -183,13 +197,13 @@ def validate_payload(model: type[BaseModel], payload: dict[str, Any]) -> BaseMod
 def _cache_key(role: str, raw: Any) -> tuple[Any, ...] | None:
     """The key of a plain action {"action_type": str, "payload": {...}} in the spec's parsed_cache, or None for
     any other shape (parsed the long way). Every check parse_action makes depends only on the role, the action
-    type and the payload's items, which the key holds."""
+    type and the payload's items and their types, which the key holds."""
     if type(raw) is not dict or type(action_type := raw.get("action_type")) is not str:
         return None
     size = len(raw)
     if size == 2:
         payload = raw.get("payload")
-        return (role, action_type, *payload.items()) if type(payload) is dict else None
+        return (role, action_type, *_payload_key(payload)) if type(payload) is dict else None
     return (role, action_type) if size == 1 else None
 
 
