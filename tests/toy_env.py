@@ -28,6 +28,7 @@ from aaos.core.actions import parse_joint_action, problems, result_record
 from aaos.core.env import Environment, JointAction, Observation, StepResult
 from aaos.core.html import card as html_card
 from aaos.core.html import chips, esc, items, section
+from aaos.core.info import ObservationHead
 from aaos.core.kit import EnvKit, Prompting, Rendering
 from aaos.core.policy import Action, Policy, action
 from aaos.core.reward import RewardLedger, composite
@@ -240,18 +241,8 @@ def world(observation: Any) -> str:
     return f'<div class="aaos-world" id="aaos-world">{scores}</div>'
 
 
-class ToyObservation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    task: str
-    scenario_id: str
-    scenario_title: str
-    step_count: int
-    max_steps: int
-    done: bool
+class ToyObservation(ObservationHead):
     agent_observations: dict[Literal["inspector", "packer"], dict[str, Any]]
-    scenario_events: list[dict[str, Any]]
-    partial_scores: dict[str, float | None]
     dock: list[dict[str, Any]]
 
 

@@ -1,4 +1,5 @@
-"""The protocol's data contracts: what every `step` puts in `StepResult.info`, and the head of every observation.
+"""The protocol's data contracts: what every `step` puts in `StepResult.info`, and the head of every observation
+and view (pydantic bases that each environment's wire models extend).
 
 The benchmark runner, the promotion gate, the trajectory writer and the Space read these keys and nothing
 else, so an environment that honours them works on every surface. `Environment.step` checks the shape of
@@ -11,13 +12,41 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, get_args
 
+from pydantic import BaseModel, ConfigDict
+
 from aaos.core.spec import EnvSpec
 
 Severity = Literal["low", "medium", "high", "critical"]
 SEVERITIES: tuple[str, ...] = get_args(Severity)
 HARD_SEVERITIES: tuple[str, ...] = ("high", "critical")
 """Violations of these severities are the hard violations the promotion gate watches."""
-STATUSES = ("applied", "no_effect", "rejected")
+Status = Literal["applied", "no_effect", "rejected"]
+STATUSES: tuple[str, ...] = get_args(Status)
+
+
+class WireModel(BaseModel):
+    """A typed wire model (an environment's observation and state models build on it). It forbids unknown keys:
+    a field added to an observation or a state fails the conformance checker until its model declares (and so
+    documents) it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResultRecord(WireModel):
+    """An action result as data (aaos.core.actions.result_record): a view's last_action_result, the info's
+    action_results, the action log."""
+
+    step: int | None
+    role: str
+    action_type: str
+    payload: dict[str, Any]
+    status: Status
+    valid: bool
+    reason: str | None
+    message: str
+
+
+RESULT_KEYS = frozenset(ResultRecord.model_fields)
 
 
 class RewardBreakdown(TypedDict):
@@ -59,7 +88,6 @@ class StepInfo(TypedDict):
 INFO_KEYS = frozenset(StepInfo.__annotations__)
 BREAKDOWN_KEYS = frozenset(RewardBreakdown.__annotations__)
 VIOLATION_KEYS = frozenset(Violation.__annotations__)
-RESULT_KEYS = frozenset({"step", "role", "action_type", "payload", "status", "valid", "reason", "message"})
 
 
 def shape_problems(info: Mapping[str, Any]) -> list[str]:
@@ -133,8 +161,18 @@ def info_problems(info: Mapping[str, Any], spec: EnvSpec) -> list[str]:
     return found
 
 
-class ObservationHead(TypedDict):
-    """The keys every observation has (an environment adds its own shared fields beside them)."""
+class ViewHead(WireModel):
+    """The fields every role's view has; an environment's view model extends it with its own."""
+
+    role: str
+    step: int
+    legal_actions: dict[str, dict[str, list[Any] | Literal["text"]]]  # action type -> payload field -> choices
+    last_action_result: ResultRecord | None  # the role's last action result, None before its first
+
+
+class ObservationHead(WireModel):
+    """The fields every observation has; an environment's observation model extends it with its own shared fields
+    and narrows agent_observations to its roles and view model."""
 
     task: str
     scenario_id: str
@@ -147,17 +185,8 @@ class ObservationHead(TypedDict):
     partial_scores: dict[str, float | None]  # the grade over what the agents know (components of the spec)
 
 
-class ViewHead(TypedDict):
-    """The keys every role's view has."""
-
-    role: str
-    step: int
-    legal_actions: dict[str, dict[str, Any]]  # action type -> payload field -> list of choices, or "text"
-    last_action_result: dict[str, Any] | None  # the role's last action result, None before its first
-
-
-OBSERVATION_KEYS = frozenset(ObservationHead.__annotations__)
-VIEW_KEYS = frozenset(ViewHead.__annotations__)
+OBSERVATION_KEYS = frozenset(ObservationHead.model_fields)
+VIEW_KEYS = frozenset(ViewHead.model_fields)
 
 
 def observation_problems(observation: Mapping[str, Any], spec: EnvSpec) -> list[str]:

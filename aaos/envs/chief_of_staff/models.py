@@ -1,19 +1,15 @@
-"""Typed wire models of the observation and of state() (validated by the conformance checker)."""
+"""Typed wire models of the observation and of state() (validated by the conformance checker), extending the
+protocol's heads (aaos.core.info)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from aaos.core.info import ObservationHead, ViewHead, WireModel
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CosView(_Strict):
+class CosView(ViewHead):
     role: Literal["chief_of_staff"]
-    step: int
     now: dict[str, Any]
     stakeholders: dict[str, dict[str, Any]]
     drift_count: int
@@ -22,24 +18,14 @@ class CosView(_Strict):
     closed: dict[str, list[str]]
     calendar: list[dict[str, Any]]
     reactions: list[dict[str, Any]]
-    legal_actions: dict[str, dict[str, Any]]
-    last_action_result: dict[str, Any] | None
 
 
-class CosObservation(_Strict):
-    task: str
-    scenario_id: str
-    scenario_title: str
-    step_count: int
-    max_steps: int
-    done: bool
+class CosObservation(ObservationHead):
     agent_observations: dict[Literal["chief_of_staff"], CosView]
-    scenario_events: list[dict[str, Any]]
-    partial_scores: dict[str, float | None]
     drift_count: int
 
 
-class CosState(_Strict):
+class CosState(WireModel):
     task: str
     step: int
     max_steps: int

@@ -1,22 +1,18 @@
 """The inbox's observation and state as typed wire models (aaos.core.kit.EnvKit.observation_model, state_model).
-Every model forbids unknown keys: a field added to the observation must be declared (and so documented) here."""
+They extend the protocol's heads (aaos.core.info); every model forbids unknown keys: a field added to the
+observation must be declared (and so documented) here."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from aaos.core.info import ObservationHead, ViewHead, WireModel
 from aaos.envs.inbox.spec import Category, Level, Sentiment, Severity
 
 Status = Literal["open", "resolved", "escalated", "ignored"]
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class EmailRow(_Wire):
+class EmailRow(WireModel):
     id: str
     sender: str
     subject: str
@@ -29,7 +25,7 @@ class EmailRow(_Wire):
     opened: bool
 
 
-class OpenedEmail(_Wire):
+class OpenedEmail(WireModel):
     id: str
     sender: str
     subject: str
@@ -42,14 +38,13 @@ class OpenedEmail(_Wire):
     thread: list[str]
 
 
-class Company(_Wire):
+class Company(WireModel):
     name: str
     domain: str
 
 
-class TriageView(_Wire):
+class TriageView(ViewHead):
     role: Literal["triage_agent"]
-    step: int
     company: Company
     vip_accounts: list[str]
     escalations_left: int
@@ -59,27 +54,17 @@ class TriageView(_Wire):
     inbox: list[EmailRow]  # the open emails
     closed_emails: dict[str, Literal["resolved", "escalated", "ignored"]]  # the closed ones: id -> how
     opened_email: OpenedEmail | None
-    legal_actions: dict[str, dict[str, Any]]
-    last_action_result: dict[str, Any] | None
 
 
-class InboxObservation(_Wire):
-    task: str
-    scenario_id: str
-    scenario_title: str
-    step_count: int
-    max_steps: int
-    done: bool
+class InboxObservation(ObservationHead):
     agent_observations: dict[Literal["triage_agent"], TriageView]
-    scenario_events: list[dict[str, Any]]
-    partial_scores: dict[str, float | None]
     pending_count: int
     resolved_count: int
     elapsed_ratio: float
     inbox: list[EmailRow]  # every arrived email
 
 
-class EmailState(_Wire):
+class EmailState(WireModel):
     id: str
     arrives: int
     sender: str
@@ -104,7 +89,7 @@ class EmailState(_Wire):
     urgent: bool
 
 
-class ViolationState(_Wire):
+class ViolationState(WireModel):
     step: int
     role: Literal["triage_agent"]
     rule: str
@@ -113,7 +98,7 @@ class ViolationState(_Wire):
     detail: str
 
 
-class InboxState(_Wire):
+class InboxState(WireModel):
     task: str
     scenario: str
     seed: int

@@ -1,8 +1,9 @@
 """The organisation's observation and state as typed wire models (aaos.core.kit.EnvKit.observation_model and
-state_model): what /schema documents and what the conformance checker validates every observation against.
+state_model), extending the protocol's heads (aaos.core.info): what /schema documents and what the conformance
+checker validates every observation against.
 
-Every model forbids unknown keys, so an observation that grows a field the models do not declare fails the
-checker until the models (and so the docs) say what it is.
+Every model forbids unknown keys (aaos.core.info.WireModel), so an observation that grows a field the models do not
+declare fails the checker until the models (and so the docs) say what it is.
 """
 
 from __future__ import annotations
@@ -11,17 +12,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from aaos.core.info import ObservationHead, ResultRecord, ViewHead, WireModel
 from aaos.envs.org.spec import MetricName, ResourceType, RoleName, Severity
 
 Hidden = Literal["hidden"]
 """What a view shows in place of a field its role may not see."""
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TaskView(_Wire):
+class TaskView(WireModel):
     id: str
     name: str
     priority: Severity
@@ -34,7 +32,7 @@ class TaskView(_Wire):
     remediates: str | None
 
 
-class RiskView(_Wire):
+class RiskView(WireModel):
     id: str
     name: str
     description: str
@@ -44,7 +42,7 @@ class RiskView(_Wire):
     escalated: bool
 
 
-class IncidentView(_Wire):
+class IncidentView(WireModel):
     id: str
     title: str
     severity: Severity
@@ -53,14 +51,14 @@ class IncidentView(_Wire):
     resolver_roles: list[RoleName]
 
 
-class Signal(_Wire):
+class Signal(WireModel):
     event_id: str
     metric: MetricName
     severity: Severity
     title: str
 
 
-class ResourceRequestView(_Wire):
+class ResourceRequestView(WireModel):
     id: str
     role: RoleName
     resource_type: ResourceType
@@ -68,7 +66,7 @@ class ResourceRequestView(_Wire):
     step: int
 
 
-class PlanView(_Wire):
+class PlanView(WireModel):
     id: str
     role: RoleName
     plan: str
@@ -76,7 +74,7 @@ class PlanView(_Wire):
     decided_by: None
 
 
-class DecidedPlanView(_Wire):
+class DecidedPlanView(WireModel):
     status: Literal["accepted", "rejected"]
     decided_by: RoleName
 
@@ -95,7 +93,7 @@ class EventView(BaseModel):
     responded: bool
 
 
-class ViolationView(_Wire):
+class ViolationView(WireModel):
     step: int
     role: RoleName
     rule: str
@@ -105,22 +103,10 @@ class ViolationView(_Wire):
     audited: bool
 
 
-class ActionResultView(_Wire):
-    step: int | None
-    role: str
-    action_type: str
-    payload: dict[str, Any]
-    status: Literal["applied", "no_effect", "rejected"]
-    valid: bool
-    reason: str | None
-    message: str
-
-
-class RoleView(_Wire):
+class RoleView(ViewHead):
     """One role's partial view."""
 
     role: RoleName
-    step: int
     visible_tasks: list[TaskView]
     completed_tasks: dict[str, float]  # completed task id -> quality delivered (1.0; less by another role)
     system_metrics: dict[MetricName, float]
@@ -135,31 +121,22 @@ class RoleView(_Wire):
     recent_events: list[EventView]
     oversight_log: list[ViolationView] | Hidden
     last_query_step: int | None
-    legal_actions: dict[str, dict[str, list[Any] | Literal["text"]]]
-    last_action_result: ActionResultView | None
 
 
-class OrgObservation(_Wire):
+class OrgObservation(ObservationHead):
     """Every role's view plus the organisation-wide facts."""
 
-    task: str
-    step_count: int
-    max_steps: int
-    scenario_id: str
-    scenario_title: str
     agent_observations: dict[RoleName, RoleView]
     system_metrics: dict[str, float]
     resources: dict[ResourceType, int]
     active_risks: list[RiskView]
     active_incidents: list[IncidentView]
     scenario_events: list[EventView]
-    partial_scores: dict[str, float | None]
     hints: list[str]
     degraded: bool
-    done: bool
 
 
-class OrgState(_Wire):
+class OrgState(WireModel):
     """The ground truth (never shown to agents): the world, the grade so far and the held reward."""
 
     scenario: dict[str, Any]
@@ -182,7 +159,7 @@ class OrgState(_Wire):
     events: list[dict[str, Any]]
     anomalies: dict[str, Any]
     violations: list[ViolationView]
-    log: list[ActionResultView]
+    log: list[ResultRecord]
     flags: dict[str, Any]
     last_query: dict[str, int]
     counters: dict[str, float]
