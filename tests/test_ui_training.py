@@ -5,6 +5,7 @@ the tab inside the whole page."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,13 @@ from ui_fixtures import assert_no_reprs, html_table
 
 import aaos
 from aaos.core.html import humanize
+from aaos.training import plots
 from aaos.training.plots import LABELS, PLOTS
 from aaos.ui import prose, training_tab
 from aaos.ui.layout import build_blocks
 
 POLICIES = ("noop", "random", "heuristic", "untrained", "sft", "sft_grpo")
-MODELS = ("untrained", "sft", "sft_grpo")
+MODELS = ("untrained", "sft", "sft_grpo", "sft_grpo_legal")
 
 
 def holdout_row(policy: str, index: int) -> dict[str, Any]:
@@ -78,19 +80,26 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
                              "--out runs/train/org-cpu --results results/training/org")
 
     board = html_table(shown.table)
+    scores, parts = shown.table.split(prose.TRAINING_COMPONENTS_TITLE)
     components = [humanize(c.name) for c in aaos.spec("org").reward_components]
-    assert list(board[0]) == [c.title for c in training_tab.COLUMNS] + components
+    assert list(board[0]) == [c.title for c in training_tab.COLUMNS]
     assert [row["Policy"] for row in board] == [LABELS[p] for p in POLICIES]
+    by_component = html_table(parts)
+    assert list(by_component[0]) == ["Policy", *components]
+    assert [row["Policy"] for row in by_component] == [LABELS[p] for p in POLICIES]
     champion, trained = board[2], board[5]
     assert champion["Policy"] == "champion" and champion["Valid actions"] == champion["Fallbacks"] == "—"
     assert trained["Mean score (95 % CI)"] == "0.700 (0.660\u20130.750)"
     assert (trained["Valid actions"], trained["Fallbacks"]) == ("92 %", "8 %")
     assert trained["Hard violations per episode"] == "2.50" and trained["Holdout episodes"] == "12"
-    assert trained["Collaboration"] == "0.710"
+    assert by_component[5]["Collaboration"] == "0.710"
     assert '<tr class="aaos-trained">' in shown.table  # only the trained model's row stands out
-    assert shown.table.count("aaos-trained") == 1
+    assert scores.count("aaos-trained") == parts.count("aaos-trained") == 1
 
-    assert "SmolLM2 SFT+GRPO vs SmolLM2 untrained" in shown.verdicts and "aaos-applied\">yes" in shown.verdicts
+    assert "SmolLM2 SFT+GRPO vs SmolLM2 untrained and random" in shown.verdicts
+    assert "Beats SmolLM2 untrained (0.500): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
+    # a summary without beats_random (written before it was recorded): read from the rows' CIs (0.660 > 0.350)
+    assert "Beats random (0.300): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
     assert "aaos-rejected\">no promote" in shown.verdicts and "0.200 below heuristic" in shown.verdicts
     assert ("SmolLM2-135M-Instruct" in shown.about and "task Organisation simulation" in shown.about
             and "1,840 examples" in shown.about and "compact" in shown.about)
@@ -103,6 +112,65 @@ def test_an_untrained_win_and_a_promotion_read_as_such(tmp_path: Path) -> None:
     write_run(tmp_path, summary)
     verdicts = training_tab.view("org", tmp_path).verdicts
     assert "aaos-rejected\">no" in verdicts and "aaos-applied\">promote" in verdicts
+
+
+def beats_random(verdicts: str) -> str:
+    return re.search(r'Beats random \([^)]+\): <span class="aaos-pill aaos-[a-z]+">([a-z ]+)<', verdicts)[1]
+
+
+def test_beating_random_is_the_summarys_verdict_or_else_its_rows(tmp_path: Path) -> None:
+    """An untrained model that scores 0.000 is a low bar: the verdicts also compare the trained model with random,
+    as the summary records it, or (a summary written before it did) from the holdout rows' CIs."""
+    overlapping = sample_summary()
+    overlapping["holdout"][1] |= {"mean_score": 0.68, "ci_low": 0.6, "ci_high": 0.7}  # random's CI meets the model's
+    for summary, shown in ((overlapping, "no"), (sample_summary() | {"beats_random": False}, "no"),
+                           (overlapping | {"beats_random": True}, "yes"),
+                           ({**sample_summary(), "holdout": sample_summary()["holdout"][2:]}, "not evaluated")):
+        root = tmp_path / str(len(list(tmp_path.iterdir())))
+        write_run(root, summary)
+        assert beats_random(training_tab.view("org", root).verdicts) == shown
+
+
+def test_the_final_model_decoding_every_legal_call_has_a_readable_name(tmp_path: Path) -> None:
+    summary = sample_summary()
+    summary["holdout"].append(holdout_row("sft_grpo_legal", 6))
+    write_run(tmp_path, summary)
+    board = html_table(training_tab.view("org", tmp_path).table)
+    assert board[-1]["Policy"] == "SmolLM2 SFT+GRPO, any legal call"
+
+
+def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bars(tmp_path: Path) -> None:
+    """The tab shows two plots side by side: fonts of 10 pt and more, step axes in whole steps (not 1.5), the
+    components' legend below the axes (it covered the champion's bars), every policy of the evaluation named."""
+    import matplotlib.pyplot as plt
+
+    summary = sample_summary()
+    summary["holdout"].append(holdout_row("sft_grpo_legal", 6))
+    summary["components"] = [c.name for c in aaos.spec("org").reward_components]
+    run = write_run(tmp_path, summary, plots=())
+    (run / "sft_log.csv").write_text("step,loss\n" + "".join(f"{s},{2 / s}\n" for s in range(1, 6)), encoding="utf-8")
+    (run / "grpo_log.csv").write_text("step,reward,reward_std\n1,0.1,0.5\n2,0.2,0.4\n3,0.3,0.3\n4,0.2,0.2\n",
+                                      encoding="utf-8")
+    with plt.rc_context(plots.FONTS):
+        made = plots.figures(run)
+        try:
+            assert list(made) == list(PLOTS)
+            for fig in made.values():
+                fig.canvas.draw()
+                ax = fig.axes[0]
+                assert min(label.get_fontsize() for label in ax.get_xticklabels() + ax.get_yticklabels()) >= 10
+            for name in ("sft_loss.png", "grpo_reward.png"):
+                ax = made[name].axes[0]
+                low, high = ax.get_xlim()
+                assert all(tick == int(tick) for tick in ax.get_xticks() if low <= tick <= high), name
+            ax = made["components.png"].axes[0]
+            renderer = made["components.png"].canvas.get_renderer()
+            assert ax.get_legend().get_window_extent(renderer).y1 < ax.get_window_extent(renderer).y0
+            assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == LABELS["sft_grpo_legal"]
+            names = [t.get_text() for t in made["holdout.png"].axes[0].get_xticklabels()]
+            assert names[-1] == plots.SHORT_LABELS["sft_grpo_legal"] and "champion" in names
+        finally:
+            plt.close("all")
 
 
 def test_picking_an_environment_renders_every_output_by_name(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:

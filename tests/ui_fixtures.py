@@ -53,6 +53,7 @@ def html_table(text: str) -> list[dict[str, str]]:
         return html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
 
     head, body = text.split("</thead>", 1)
+    body = body.split("</table>", 1)[0]
     columns = [plain(cell) for cell in re.findall(r"<th[^>]*>(.*?)</th>", head)]
     return [dict(zip(columns, (plain(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)), strict=True))
             for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body)]

@@ -33,7 +33,7 @@ import json
 import shlex
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -320,6 +320,11 @@ def evaluate(run_: Run) -> None:
             server.stop()
 
 
+def beats(row: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether `row`'s policy beats `other`'s on holdout: its 95 % CI lies wholly above the other's."""
+    return bool(row["ci_low"] > other["ci_high"])
+
+
 def _row(rows: list[dict[str, Any]], policy: str) -> dict[str, Any]:
     return next(row for row in rows if row["policy"] == policy)
 
@@ -346,8 +351,8 @@ def report(run_: Run) -> dict[str, Any]:
                     | {f"mean_{name}": row.get(f"mean_{name}") for name in components}
                     for row in rows],
         "components": components,
-        "beats_untrained": trained["ci_low"] > untrained["ci_high"],
-        "beats_random": trained["ci_low"] > random_["ci_high"],
+        "beats_untrained": beats(trained, untrained),
+        "beats_random": beats(trained, random_),
         "gate_vs_untrained": gate(rows, FINAL, champion="untrained").to_dict(),
         "gate_vs_champion": gate(rows, FINAL, champion="heuristic").to_dict(),
         "stage_seconds": {stage: run_.seconds(stage) for stage in STAGES[:-1]},

@@ -4,6 +4,9 @@
     grpo_reward.png    the mean GRPO reward per step, with its spread over the step's completions
     holdout.png        each policy's holdout mean score with its 95 % CI, the model's valid-action rate beside it
     components.png     each policy's holdout mean of every reward component
+
+The Space shows two plots side by side at about half their size, so the fonts are set large (FONTS), legends sit
+outside the bars and step axes count whole steps.
 """
 
 from __future__ import annotations
@@ -15,7 +18,17 @@ from typing import Any
 
 PLOTS = ("sft_loss.png", "grpo_reward.png", "holdout.png", "components.png")
 LABELS = {"noop": "noop", "random": "random", "heuristic": "champion", "untrained": "SmolLM2 untrained",
-          "sft": "SmolLM2 SFT", "sft_grpo": "SmolLM2 SFT+GRPO"}
+          "sft": "SmolLM2 SFT", "sft_grpo": "SmolLM2 SFT+GRPO", "sft_grpo_legal": "SmolLM2 SFT+GRPO, any legal call"}
+"""How a policy of the evaluation is named in the plots and the Space (sft_grpo_legal: the final model decoding
+every legal call, not only those the environment's guardrail admits)."""
+SHORT_LABELS = {**LABELS, "sft_grpo_legal": "SFT+GRPO, any legal"}
+"""The names under the holdout plot's bars, where the long ones would overlap."""
+COLORS = {"noop": "#9ca3af", "random": "#6b7280", "heuristic": "#374151", "untrained": "#f59e0b", "sft": "#2563eb",
+          "sft_grpo": "#16a34a", "sft_grpo_legal": "#86efac"}
+"""One colour per policy, the same in every plot (grey for the baselines); another policy gets matplotlib's."""
+FONTS = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11, "ytick.labelsize": 11,
+         "legend.fontsize": 11}
+DPI = 110
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -32,62 +45,80 @@ def _series(rows: list[dict[str, str]], key: str) -> tuple[list[float], list[flo
 
 def write_plots(run_dir: Path) -> list[Path]:
     """Write the four plots of the run in `run_dir` (see the module docstring); their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     folder = run_dir / "plots"
     folder.mkdir(exist_ok=True)
+    written = []
+    with plt.rc_context(FONTS):  # ticks are laid out when drawn: with the same fonts
+        for name, fig in figures(run_dir).items():
+            fig.savefig(folder / name, dpi=DPI, bbox_inches="tight")
+            plt.close(fig)
+            written.append(folder / name)
+    return written
+
+
+def figures(run_dir: Path) -> dict[str, Any]:
+    """The four plots of the run in `run_dir` as matplotlib figures, by file name (PLOTS); the caller closes them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     title = f"{summary['env']} / {summary['task']}, preset {summary['preset']}"
-    written = []
+    made: dict[str, Any] = {}
 
-    def save(fig: Any, name: str) -> None:
-        fig.tight_layout()
-        fig.savefig(folder / name, dpi=110)
-        plt.close(fig)
-        written.append(folder / name)
+    def save(fig: Any, name: str) -> None:  # write_plots saves it
+        made[name] = fig
 
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    steps, loss = _series(_csv(run_dir / "sft_log.csv"), "loss")
-    ax.plot(steps, loss, marker=".", color="#2563eb")
-    ax.set(xlabel="optimizer step", ylabel="loss (answer tokens)", title=f"SFT loss: {title}")
-    save(fig, "sft_loss.png")
+    with plt.rc_context(FONTS):
+        fig, ax = plt.subplots(figsize=(6.4, 4))
+        steps, loss = _series(_csv(run_dir / "sft_log.csv"), "loss")
+        ax.plot(steps, loss, marker=".", color=COLORS["sft"])
+        ax.set(xlabel="optimizer step", ylabel="loss (answer tokens)", title=f"SFT loss\n{title}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        save(fig, "sft_loss.png")
 
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    grpo = _csv(run_dir / "grpo_log.csv")
-    steps, reward = _series(grpo, "reward")
-    _, spread = _series(grpo, "reward_std")
-    ax.errorbar(steps, reward, yerr=spread if len(spread) == len(reward) else None, marker="o", capsize=3,
-                color="#16a34a")
-    ax.set(xlabel="GRPO step", ylabel="mean reward of the completions", title=f"GRPO reward: {title}")
-    save(fig, "grpo_reward.png")
+        fig, ax = plt.subplots(figsize=(6.4, 4))
+        grpo = _csv(run_dir / "grpo_log.csv")
+        steps, reward = _series(grpo, "reward")
+        _, spread = _series(grpo, "reward_std")
+        ax.errorbar(steps, reward, yerr=spread if len(spread) == len(reward) else None, marker="o", capsize=3,
+                    color=COLORS["sft_grpo"])
+        ax.set(xlabel="GRPO step", ylabel="mean reward of the completions", title=f"GRPO reward\n{title}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        save(fig, "grpo_reward.png")
 
-    rows = summary["holdout"]
-    names = [LABELS.get(row["policy"], row["policy"]) for row in rows]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    means = [row["mean_score"] for row in rows]
-    errors = [[m - row["ci_low"] for m, row in zip(means, rows, strict=True)],
-              [row["ci_high"] - m for m, row in zip(means, rows, strict=True)]]
-    bars = ax.bar(names, means, yerr=errors, capsize=4, color=["#9ca3af"] * 3 + ["#f59e0b", "#2563eb", "#16a34a"])
-    for bar, row in zip(bars, rows, strict=True):
-        if row.get("valid_action_rate") is not None:
-            ax.annotate(f"valid {100 * row['valid_action_rate']:.0f} %",
-                        (bar.get_x() + bar.get_width() / 2, row["ci_high"] + 0.03), ha="center", fontsize=8)
-    ax.set(ylim=(0, 1), ylabel="holdout score (95 % CI)", title=f"Holdout: {title}")
-    ax.tick_params(axis="x", labelsize=8, rotation=15)
-    save(fig, "holdout.png")
+        rows = summary["holdout"]
+        policies = [row["policy"] for row in rows]
+        fig, ax = plt.subplots(figsize=(8, 4.4))
+        means = [row["mean_score"] for row in rows]
+        errors = [[m - row["ci_low"] for m, row in zip(means, rows, strict=True)],
+                  [row["ci_high"] - m for m, row in zip(means, rows, strict=True)]]
+        bars = ax.bar([SHORT_LABELS.get(p, p) for p in policies], means, yerr=errors, capsize=4,
+                      color=[COLORS.get(p) for p in policies])
+        for bar, row in zip(bars, rows, strict=True):
+            if row.get("valid_action_rate") is not None:
+                ax.annotate(f"valid {100 * row['valid_action_rate']:.0f} %",
+                            (bar.get_x() + bar.get_width() / 2, row["ci_high"] + 0.03), ha="center", fontsize=10)
+        ax.set(ylim=(0, 1.08), ylabel="holdout score (95 % CI)", title=f"Holdout\n{title}")
+        ax.tick_params(axis="x", rotation=25)
+        plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
+        save(fig, "holdout.png")
 
-    components = [f"mean_{name}" for name in summary["components"]]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    width = 0.8 / max(1, len(rows))
-    for index, (row, name) in enumerate(zip(rows, names, strict=True)):
-        ax.bar([i + index * width for i in range(len(components))], [row.get(c) or 0.0 for c in components],
-               width=width, label=name)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(components))],
-                  [c.removeprefix("mean_") for c in components], fontsize=8)
-    ax.set(ylim=(0, 1), ylabel="holdout mean", title=f"Reward components: {title}")
-    ax.legend(fontsize=7, ncols=2)
-    save(fig, "components.png")
-    return written
+        components = [f"mean_{name}" for name in summary["components"]]
+        fig, ax = plt.subplots(figsize=(8, 4.8))
+        width = 0.8 / max(1, len(rows))
+        for index, policy in enumerate(policies):
+            ax.bar([i + index * width for i in range(len(components))],
+                   [rows[index].get(c) or 0.0 for c in components], width=width, label=LABELS.get(policy, policy),
+                   color=COLORS.get(policy))
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(components))],
+                      [c.removeprefix("mean_").replace("_", "\n") for c in components])
+        ax.set(ylim=(0, 1), ylabel="holdout mean", title=f"Reward components\n{title}")
+        # Below the axes, so that it covers no bar (the champion's are the tallest).
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, frameon=False)
+        save(fig, "components.png")
+    return made

@@ -56,8 +56,10 @@ TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "grpo"
                                    "evaluate": "evaluation"}
 """The pipeline's stages as the explanation names them."""
 TRAINING_TABLE_TITLE = "Holdout comparison"
-TRAINING_BEATS_RULE = ("Yes only if the 95 % CI of {trained}'s mean holdout score lies wholly above the untrained "
-                       "model's.")
+TRAINING_COMPONENTS_TITLE = "Reward components: holdout means"
+TRAINING_BEATS_RULE = ("Yes only if the 95 % CI of {trained}'s mean holdout score lies wholly above the other "
+                       "policy's (its mean in brackets). An untrained model that scores next to nothing is a low bar: "
+                       "random legal actions are the one that says the model learned to act.")
 PLOT_TITLES: dict[str, str] = {"sft_loss.png": "SFT loss per optimizer step",
                                "grpo_reward.png": "GRPO reward per step",
                                "holdout.png": "Holdout score per policy (95 % CI)",

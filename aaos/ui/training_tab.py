@@ -23,7 +23,7 @@ from aaos.bench.report import GATE_MARGIN
 from aaos.core.html import esc, humanize, items, pill
 from aaos.core.spec import EnvSpec
 from aaos.data import data_dir
-from aaos.training.pipeline import command
+from aaos.training.pipeline import beats, command
 from aaos.training.plots import LABELS, PLOTS
 from aaos.ui import formatting, prose
 from aaos.ui.wiring import Outputs, Ui
@@ -34,6 +34,8 @@ DEFAULT_PRESET = "cpu"
 """The preset the command suggests for an environment without results (aaos train's default)."""
 TRAINED = "sft_grpo"
 """The policy the verdicts judge: the model after SFT and GRPO."""
+BAR = "random"
+"""The baseline a trained model must beat besides the untrained one (which may score nothing at all)."""
 PLOT_SLOTS: dict[str, str] = {name: f"training_{name.removesuffix('.png')}" for name in PLOTS}
 """Each plot's image component, by the plot's file name."""
 MAX_PROBLEMS = 5
@@ -95,6 +97,8 @@ class Summary(_Strict):
     dataset: Dataset
     holdout: list[HoldoutRow]
     beats_untrained: bool
+    beats_random: bool | None = None
+    """Absent from summaries written before it was recorded: `verdicts` then reads it from the holdout rows."""
     gate_vs_champion: Gate
     stage_seconds: dict[str, float | None]
 
@@ -166,25 +170,51 @@ def _component(name: str) -> Column:
     return Column(humanize(name), lambda r: _number(r.component(name)))
 
 
-def table(rows: Sequence[HoldoutRow], spec: EnvSpec) -> str:
-    """The holdout rows as an HTML table (it scrolls sideways on a narrow screen)."""
-    columns = [*COLUMNS, *(_component(c.name) for c in spec.reward_components)]
+def _board(rows: Sequence[HoldoutRow], columns: Sequence[Column], elem_id: str) -> str:
     head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
     body = "".join(('<tr class="aaos-trained">' if row.policy == TRAINED else "<tr>")
                    + "".join(f"<td>{esc(c.cell(row))}</td>" for c in columns) + "</tr>" for row in rows)
-    return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="aaos-training-board"><thead><tr>{head}</tr>'
+    return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="{elem_id}"><thead><tr>{head}</tr>'
             f"</thead><tbody>{body}</tbody></table></div>")
 
 
+def table(rows: Sequence[HoldoutRow], spec: EnvSpec) -> str:
+    """The holdout rows as two HTML tables, the scores and then the reward components (one table of both is wider
+    than the tab at 1280 px); each scrolls sideways on a narrow screen."""
+    components = [COLUMNS[0], *(_component(c.name) for c in spec.reward_components)]
+    return (_board(rows, COLUMNS, "aaos-training-board")
+            + f'<h4 class="aaos-board-title">{esc(prose.TRAINING_COMPONENTS_TITLE)}</h4>'
+            + _board(rows, components, "aaos-training-components"))
+
+
+def _beats_random(summary: Summary) -> bool | None:
+    """Whether the trained model beats random legal actions on holdout: the summary's verdict, or (for a summary
+    written before it recorded one) the same rule applied to its rows; None without both rows."""
+    if summary.beats_random is not None:
+        return summary.beats_random
+    rows = {row.policy: row for row in summary.holdout}
+    if TRAINED not in rows or BAR not in rows:
+        return None
+    return beats(rows[TRAINED].model_dump(), rows[BAR].model_dump())
+
+
+def _verdict(beaten: bool | None) -> str:
+    if beaten is None:
+        return pill("not evaluated", "pending")
+    return pill("yes", "applied") if beaten else pill("no", "rejected")
+
+
 def verdicts(summary: Summary) -> str:
-    """Whether the trained model beats the untrained one, and the promotion gate against the champion with its
-    reasons."""
+    """Whether the trained model beats the untrained one and random legal actions (each with its mean: an untrained
+    model that scores nothing is a low bar), and the promotion gate against the champion with its reasons."""
     trained = LABELS[TRAINED]
-    beats = pill("yes", "applied") if summary.beats_untrained else pill("no", "rejected")
+    means = {row.policy: row.mean_score for row in summary.holdout}
+    lines = "".join(f"<p>Beats {esc(LABELS[policy])} ({esc(_number(means.get(policy)))}): {_verdict(beaten)}</p>"
+                    for policy, beaten in (("untrained", summary.beats_untrained), (BAR, _beats_random(summary))))
     gate = summary.gate_vs_champion
     verdict = pill(gate.verdict.replace("_", " ").lower(), "applied" if gate.verdict == "PROMOTE" else "rejected")
     return (f'<div class="aaos-gate" id="aaos-training-verdicts">'
-            f"<h4>{esc(trained)} vs {esc(LABELS['untrained'])}</h4><p>Beats it: {beats}</p>"
+            f"<h4>{esc(trained)} vs {esc(LABELS['untrained'])} and {esc(LABELS[BAR])}</h4>{lines}"
             f'<p class="aaos-help">{esc(prose.TRAINING_BEATS_RULE.format(trained=trained))}</p>'
             f"<h4>Promotion gate: {esc(trained)} vs the champion</h4><p>{verdict}</p>"
             f"{items([esc(reason) for reason in gate.reasons], '')}"
