@@ -111,7 +111,7 @@ def _doctor(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     serve = require("aaos.server.app", "server").serve  # the server's dependencies load only for this command
     print(f"AAOS API on http://{args.host}:{args.port} (docs at /docs)", flush=True)
-    serve(args.host, args.port, hide_state=args.hide_state)
+    serve(args.host, args.port, hide_state=args.hide_state, evaluation=args.eval)
     return 0
 
 

@@ -64,7 +64,7 @@ def test_summary_and_gate() -> None:
     reckless = gate(summary, "reckless")
     assert reckless.verdict == "NO_PROMOTE" and "hard violations" in reckless.reasons[0]
     assert gate(summary, "missing").verdict == "NO_PROMOTE"
-    assert "| close | holdout | 4 | 0.89 |" in to_markdown(summary)
+    assert "| close | holdout | public holdout | 4 | 0.89 |" in to_markdown(summary)
 
 
 def test_a_model_row_of_mostly_fallbacks_is_unranked_and_never_promoted(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_reports_are_written(tmp_path: Path) -> None:
     paths = write_reports(rows, tmp_path)
     assert [r["policy"] for r in json.loads(paths["json"].read_text())] == ["heuristic", "random"]
     assert paths["csv"].read_text().splitlines()[0].startswith(
-        "env,env_version,reward_version,policy,split,episodes,mean_score")
+        "env,env_version,reward_version,policy,split,split_label,episodes,mean_score")
     assert "plotly" in paths["html"].read_text()[:100_000].lower()
 
 

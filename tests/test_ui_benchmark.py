@@ -1,5 +1,6 @@
 """The Space's Benchmark tab, called as the layout calls it: a run with progress, the leaderboard, chart, gate
-and downloads; bad settings; Stop; one benchmark at a time per tab."""
+and downloads (its holdout salted by default: a secret salt per run, its fingerprint shown); bad settings; Stop;
+one benchmark at a time per tab."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ui_fixtures import assert_no_reprs, html_table, reset, run_benchmark, wait_
 
 import aaos
 from aaos.bench.stats import SUCCESS_THRESHOLD
+from aaos.core.seeding import salt_fingerprint, salted
 from aaos.ui import benchmark, benchmark_tab, formatting, wiring
 from aaos.ui.play import episode_choices
 
@@ -32,29 +34,39 @@ def replayed_score(policy_name: str, scenario: str, seed: int) -> float:
     return float(play("org_simulation", scenario, seed, policy_name, policy_seed=seed).score)
 
 
-def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate() -> None:
+SALT = "the-run-s-secret-salt"
+
+
+def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(benchmark, "new_salt", lambda: SALT)  # a known salt, to replay the run's holdout episodes
     session = reset()["session"]
     updates = run_benchmark(session)
     first, last = updates[0], updates[-1]
     assert "0 / 6 episodes" in first["bench_status"] and "No results yet" in first["leaderboard"]
     assert "6 / 6 episodes" in last["bench_status"] and "Done: 6 episodes" in last["bench_status"]
+    assert f"Salted holdout: drawn with a secret salt for this run alone (fingerprint {salt_fingerprint(SALT)})" in \
+        last["bench_status"] and SALT not in json.dumps(last, default=str)
 
     board = html_table(last["leaderboard"])
     assert list(board[0]) == [c.title for c in formatting.LEADERBOARD if not c.model]  # no model columns
     assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [
-        ("1", "Champion", "holdout", "2"), ("2", "Random", "holdout", "2"),
+        ("1", "Champion", "salted holdout", "2"), ("2", "Random", "salted holdout", "2"),
         ("1", "Champion", "train", "1"), ("2", "Random", "train", "1")]
     played = {"train": [("product_launch_failure", 0)],
-              "holdout": [("product_launch_failure", 10_000), ("vendor_outage_cascade", 10_000)]}
-    for row in board:  # each row is exactly its episodes replayed in process
+              "salted holdout": [("product_launch_failure", 10_000), ("vendor_outage_cascade", 10_000)]}
+    for row in board:  # each row is exactly its episodes replayed in process, the holdout ones with the run's salt
         name = {"Champion": "heuristic", "Random": "random"}[row["Policy"]]
-        scores = [replayed_score(name, scenario, seed) for scenario, seed in played[row["Split"]]]
+        with salted(SALT):
+            scores = [replayed_score(name, scenario, seed) for scenario, seed in played[row["Split"]]]
         assert row["Mean score"] == f"{statistics.mean(scores):.3f}"
         assert row["Success"] == f"{100 * sum(s >= SUCCESS_THRESHOLD for s in scores) / len(scores):.0f} %"
     assert all(float(row["Mean score"]) >= 0.6 for row in board if row["Policy"] == "Champion")
+    public = [replayed_score("heuristic", scenario, seed) for scenario, seed in played["salted holdout"]]
+    assert board[0]["Mean score"] != f"{statistics.mean(public):.3f}"  # not the public holdout's episodes
 
     chart = last["bench_chart"]
-    assert isinstance(chart, go.Figure) and {trace.name for trace in chart.data} == {"train", "holdout"}
+    assert isinstance(chart, go.Figure) and {trace.name for trace in chart.data} == {"train", "salted holdout"}
     assert all(list(trace.x) == ["Champion", "Random"] for trace in chart.data)
     assert "Random vs the champion" in last["gate"] and "no promote" in last["gate"]
 
@@ -63,7 +75,9 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate()
     assert all(path.is_relative_to(session.workdir()) for path in files.values())
     records = [json.loads(line) for line in files["results.jsonl"].read_text(encoding="utf-8").splitlines()]
     assert len(records) == 6 and {r["policy"] for r in records} == {"heuristic", "random"}
-    assert sorted((r["policy"], r["split"], r["scenario"], r["seed"]) for r in records) == sorted(
+    assert {(r["split_label"], r["holdout_salt"]) for r in records if r["split"] == "holdout"} == {
+        ("salted holdout", salt_fingerprint(SALT))}
+    assert sorted((r["policy"], r["split_label"], r["scenario"], r["seed"]) for r in records) == sorted(
         (policy, split, scenario, seed) for policy in ("heuristic", "random")
         for split, cases in played.items() for scenario, seed in cases)
     with files["leaderboard.csv"].open(newline="", encoding="utf-8") as handle:
@@ -177,7 +191,7 @@ def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> 
     assert list(board[0]) == [c.title for c in formatting.LEADERBOARD]
     model = {row["Split"]: row for row in board if row["Policy"] == "fake-model"}
     assert {split: (row["Fallbacks"], row["Tokens"]) for split, row in model.items()} == {
-        "holdout": ("0 %", "600"), "train": ("0 %", "300")}
+        "salted holdout": ("0 %", "600"), "train": ("0 %", "300")}
     assert {row["Tokens"] for row in board if row["Policy"] == "Champion"} == {"—"}
     assert "fake-model vs the champion" in last["gate"]
     endpoint = session.benchmark.plan.endpoint if session.benchmark else None

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 
 GATE_MARGIN = 0.02
 """A candidate may trail the champion's holdout mean by at most this much and still be promoted."""
-LEADERBOARD_COLUMNS = (*VERSION_KEYS, "policy", "split", "episodes", "mean_score", "ci_low", "ci_high", "success_rate",
-                       "unranked")
+LEADERBOARD_COLUMNS = (*VERSION_KEYS, "policy", "split", "split_label", "episodes", "mean_score", "ci_low", "ci_high",
+                       "success_rate", "unranked")
+"""The leaderboard's columns when it has no rows (rows carry these and more); split_label says train, public
+holdout or salted holdout (aaos.core.seeding.split_label)."""
 
 
 def versions_of(row: dict[str, Any]) -> tuple[str, ...]:
@@ -35,10 +37,10 @@ def _label(version: tuple[str, ...]) -> str:
 
 
 def leaderboard(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Summary rows ranked within each environment version and split by mean score, best first; rows with
-    `unranked` set (a policy reading hidden state, or a model whose actions were mostly fallbacks: the score is not
-    the model's) come after the ranked ones."""
-    return sorted(rows, key=lambda r: (versions_of(r), r["split"], bool(r.get("unranked")), -r["mean_score"],
+    """Summary rows ranked within each environment version and split (public and salted holdout apart) by mean
+    score, best first; rows with `unranked` set (a policy reading hidden state, or a model whose actions were mostly
+    fallbacks: the score is not the model's) come after the ranked ones."""
+    return sorted(rows, key=lambda r: (versions_of(r), _split_of(r), bool(r.get("unranked")), -r["mean_score"],
                                        r["policy"]))
 
 
@@ -55,15 +57,19 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _split_of(row: dict[str, Any]) -> str:
+    return str(row.get("split_label") or row["split"])
+
+
 def chart(rows: list[dict[str, Any]]) -> go.Figure:
-    """Mean score with its 95 % interval, per policy, one bar group per split; with rows of several environment
-    versions, each bar is labelled with its version too."""
+    """Mean score with its 95 % interval, per policy, one bar group per split (train, public or salted holdout);
+    with rows of several environment versions, each bar is labelled with its version too."""
     figure = require("plotly.graph_objects", "bench").Figure()
     several = len({versions_of(r) for r in rows}) > 1
-    for split in sorted({r["split"] for r in rows}):
-        subset = [r for r in rows if r["split"] == split]
+    for label in sorted({_split_of(r) for r in rows}):
+        subset = [r for r in rows if _split_of(r) == label]
         figure.add_bar(
-            name=split,
+            name=label,
             x=[(f"{r['policy']}, {_label(versions_of(r))}" if several else r["policy"]) +
                (" (unranked)" if r.get("unranked") else "") for r in subset],
             y=[r["mean_score"] for r in subset],

@@ -7,10 +7,12 @@ repeating anything.
 
 A scenario is a built-in id or a path to a scenario file (*.json; its split is read from the file). Every record
 carries `holdout_salt`: the fingerprint (aaos.core.seeding.salt_fingerprint) of the holdout salt its episode was
-played under, None without one; the salt itself is never written. A holdout record of another salt is not taken as
-done on resume: its episode is a different one. Every record also carries `env_version` and `reward_version`, the
-environment's versions it was played under: a record of other versions than the registered environment's is not
-taken as done on resume either (it is played again), and summaries never pool records of different versions.
+played under, None without one; the salt itself is never written; and `split_label`, what it is of in words:
+"train", "public holdout" (no salt: the variants anyone can draw from the public code) or "salted holdout". A
+holdout record of another salt is not taken as done on resume: its episode is a different one. Every record
+also carries `env_version` and `reward_version`, the environment's versions it was played under: a record of
+other versions than the registered environment's is not taken as done on resume either (it is played again), and
+summaries never pool records of different versions.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import aaos
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.info import HARD_SEVERITIES
 from aaos.core.policy import Policy
-from aaos.core.seeding import salt_fingerprint, seed_split, split_seeds
+from aaos.core.seeding import salt_fingerprint, seed_split, split_label, split_seeds
 from aaos.core.spec import Split
 from aaos.core.trajectory import EpisodeMeta, step_record
 from aaos.policies import PolicySpec, build_policy
@@ -146,8 +148,7 @@ async def run_episode(job: Job, policy: Policy,
         "version": RECORD_VERSION,
         **asdict(job),
         **versions(job.env),
-        "split": episode_split(job),
-        "holdout_salt": salt,
+        **_split_fields(job, salt),
         "score": result.info["score"],
         "success": result.info["score"] >= SUCCESS_THRESHOLD,
         "steps": result.info["step"],
@@ -195,8 +196,16 @@ def error_record(job: Job, error: BaseException) -> dict[str, Any]:
         played = versions(job.env)
     except Exception:  # an environment that cannot be loaded: the error below says why
         played = {"env_version": None, "reward_version": None}
-    return {"version": RECORD_VERSION, **asdict(job), **played, "split": split, "holdout_salt": salt_fingerprint(),
-            "error": f"{type(error).__name__}: {error}"}
+    salt = salt_fingerprint()
+    return {"version": RECORD_VERSION, **asdict(job), **played, "split": split, "holdout_salt": salt,
+            "split_label": split_label(split, salt), "error": f"{type(error).__name__}: {error}"}
+
+
+def _split_fields(job: Job, salt: str | None) -> dict[str, Any]:
+    """A record's split, the fingerprint of the holdout salt it was played under, and what it is of in words:
+    "train", "public holdout" or "salted holdout" (aaos.core.seeding.split_label)."""
+    split = episode_split(job)
+    return {"split": split, "holdout_salt": salt, "split_label": split_label(split, salt)}
 
 
 def salt_mismatch(record: dict[str, Any], fingerprint: str | None) -> bool:

@@ -9,7 +9,7 @@ from math import comb
 from typing import Any
 
 from aaos.agents.llm import fallbacks, not_credited
-from aaos.core.seeding import rng
+from aaos.core.seeding import rng, split_label
 
 SUCCESS_THRESHOLD = 0.7
 """An episode with score at least this counts as a success."""
@@ -48,18 +48,20 @@ pooled (a record older than the version fields has None for them)."""
 
 
 def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, Any]]:
-    """One row per (env, env_version, reward_version, policy, split): mean with 95 % CI, success rate, pass^k,
+    """One row per (env, env_version, reward_version, policy, split, split_label: public and salted holdout
+    episodes are never pooled): mean with 95 % CI, success rate, pass^k,
     component means, rates. A row is `unranked`, with the reason, when its policy reads hidden state
     (READS_HIDDEN_STATE) or is a model whose actions were mostly fallbacks (aaos.agents.llm.FALLBACK_LIMIT); every
     other row has None there."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("error") is None:
-            key = (*(record.get(name) for name in VERSION_KEYS), record["policy"], record["split"])
+            label = split_label(record["split"], record.get("holdout_salt"))  # records older than the field too
+            key = (*(record.get(name) for name in VERSION_KEYS), record["policy"], record["split"], label)
             groups[key].append(record)
     rows = []
     for key, group in sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0])):
-        *version, policy, split = key
+        *version, policy, split, label = key
         scores = [r["score"] for r in group]
         low, high = bootstrap_ci(scores)
         by_case: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
@@ -77,6 +79,7 @@ def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, A
             **dict(zip(VERSION_KEYS, version, strict=True)),
             "policy": policy,
             "split": split,
+            "split_label": label,
             "episodes": len(group),
             "mean_score": statistics.mean(scores),
             "ci_low": low,

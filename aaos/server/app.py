@@ -45,6 +45,7 @@ from starlette.websockets import WebSocketDisconnect
 import aaos
 from aaos.server.address import DEFAULT_HOST, DEFAULT_PORT, add_server_arguments
 from aaos.server.environment import AAOSEnvironment, InvalidAction
+from aaos.server.evaluation import add_evaluation
 from aaos.server.mcp_routes import MCP_REMEDY, McpRoutes, add_mcp_routes
 from aaos.server.models import (
     MAX_JSON_DEPTH,
@@ -107,6 +108,7 @@ def create_app(config: SessionConfig | None = None, clock: Clock = time.monotoni
     app.state.ws_sessions = SessionStore(config, clock, WS_REMEDY)
     add_ws_route(app, app.state.ws_sessions, McpRoutes(app.state.mcp_sessions))
     _add_error_handlers(app)
+    add_evaluation(app, config)
     app.add_middleware(BodyLimit, paths=frozenset(route.path for route in app.routes), limit=MAX_BODY_BYTES)
     app.add_middleware(ContainErrors)
     return app
@@ -200,7 +202,7 @@ def _add_session_routes(app: FastAPI, sessions: SessionStore) -> None:
 
     @app.get("/state", response_model=AAOSState, summary="The full ground-truth state of a session", tags=["Sessions"],
              responses={**_SESSION_ERRORS, 403: {"model": Problem, "description": "The server hides the ground "
-                                                                                    "truth (--hide-state)."}})
+                                                                                    "truth (--eval, --hide-state)."}})
     async def state(session_id: Annotated[str, Query(min_length=1, max_length=100, description="From POST /reset.")]
                     ) -> Response:
         return _json(sessions.ground_truth(session_id))
@@ -397,11 +399,12 @@ def run_server(server: uvicorn.Server) -> None:
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning",
-          hide_state: bool = False) -> None:
-    """Run the API alone (no UI) with uvicorn until interrupted; hide_state as AAOS_HIDE_STATE=1."""
+          hide_state: bool = False, evaluation: bool = False) -> None:
+    """Run the API alone (no UI) with uvicorn until interrupted; hide_state as AAOS_HIDE_STATE=1, evaluation as
+    AAOS_EVAL=1 (aaos.server.evaluation)."""
     config = SessionConfig.from_env()
-    if hide_state:
-        config = dataclasses.replace(config, hide_state=True)
+    config = dataclasses.replace(config, hide_state=hide_state or config.hide_state,
+                                 evaluation=evaluation or config.evaluation)
     run_server(uvicorn.Server(uvicorn_config(create_app(config), host, port, log_level)))
 
 
@@ -410,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="server", description="Run the AAOS API server (OpenEnv-compatible).")
     add_server_arguments(parser)
     args = parser.parse_args(argv)
-    serve(args.host, args.port, hide_state=args.hide_state)
+    serve(args.host, args.port, hide_state=args.hide_state, evaluation=args.eval)
 
 
 if __name__ == "__main__":

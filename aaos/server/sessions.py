@@ -53,6 +53,8 @@ class SessionConfig:
     evict_after: seconds of idleness after which a full pool gives the session to a newcomer (at or above the
         ttl: never, sessions expire first).
     hide_state: GET /state answers 403, so that an agent under benchmark cannot read the ground truth.
+    evaluation: an evaluation server (aaos.server.evaluation): the state is hidden (hide_state is then always
+        on) and a secret holdout salt, drawn as the app is built, re-draws every holdout variant its sessions play.
     """
 
     max_sessions: int = DEFAULT_MAX_SESSIONS
@@ -60,8 +62,11 @@ class SessionConfig:
     max_per_client: int = DEFAULT_MAX_PER_CLIENT
     evict_after: float = DEFAULT_EVICT_AFTER
     hide_state: bool = False
+    evaluation: bool = False
 
     def __post_init__(self) -> None:
+        if self.evaluation:
+            object.__setattr__(self, "hide_state", True)  # evaluation hides the ground truth, whatever else is asked
         if self.max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions}")
         if self.max_per_client < 1:
@@ -74,12 +79,12 @@ class SessionConfig:
     @classmethod
     def from_env(cls) -> SessionConfig:
         """From AAOS_MAX_SESSIONS, AAOS_MAX_SESSIONS_PER_CLIENT, AAOS_SESSION_TTL and AAOS_EVICT_AFTER (seconds),
-        and AAOS_HIDE_STATE (1/true/yes/on or 0/false/no/off), each optional."""
+        and AAOS_HIDE_STATE and AAOS_EVAL (1/true/yes/on or 0/false/no/off), each optional."""
         return cls(max_sessions=int(_env_number("AAOS_MAX_SESSIONS", int, DEFAULT_MAX_SESSIONS)),
                    ttl=_env_number("AAOS_SESSION_TTL", float, DEFAULT_TTL),
                    max_per_client=int(_env_number("AAOS_MAX_SESSIONS_PER_CLIENT", int, DEFAULT_MAX_PER_CLIENT)),
                    evict_after=_env_number("AAOS_EVICT_AFTER", float, DEFAULT_EVICT_AFTER),
-                   hide_state=env_flag("AAOS_HIDE_STATE"))
+                   hide_state=env_flag("AAOS_HIDE_STATE"), evaluation=env_flag("AAOS_EVAL"))
 
 
 def _env_number(name: str, kind: type[int] | type[float], default: float) -> float:
@@ -143,8 +148,9 @@ class StateHidden(PermissionError):
     """The server hides the ground truth from its clients."""
 
     def __init__(self) -> None:
-        super().__init__("this server hides the ground truth (started with --hide-state or AAOS_HIDE_STATE=1, as for "
-                         "a benchmark): GET /state is refused; an agent gets the observations only")
+        super().__init__("this server hides the ground truth (started with --eval or --hide-state, or AAOS_EVAL=1 or "
+                         "AAOS_HIDE_STATE=1, as for a benchmark): the state is refused; an agent gets the "
+                         "observations only")
 
 
 @dataclass(slots=True)

@@ -3,11 +3,17 @@ with its progress, and the leaderboard and promotion gate from its records. Plai
 
 It runs aaos.bench as `aaos bench` does and writes the same files (results JSONL, leaderboard CSV/JSON/MD/HTML) into
 the tab's own folder. A model's token stays in its PolicySpec in memory; the files name the model only.
+
+Its holdout is salted by default: each run draws a secret salt (aaos.core.seeding.new_salt) that re-draws every
+holdout variant for that run alone (other sessions in the Space keep theirs), so no agent can have seen its
+holdout episodes; the records and the leaderboard say "salted holdout" and carry the salt's fingerprint, never the
+salt. A plan with `salted=False` plays the public holdout (reproducible from the public code).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -21,6 +27,7 @@ from aaos.agents.llm import LLMConfig, Mode
 from aaos.bench.report import GateResult, gate, leaderboard, write_reports
 from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
 from aaos.bench.stats import summarise
+from aaos.core.seeding import new_salt, salt_fingerprint, salted
 from aaos.core.spec import Split
 from aaos.policies import BASELINES, LOCAL_TRAINED, LOCAL_UNTRAINED, PolicySpec, baseline
 from aaos.ui import agents, prose
@@ -85,6 +92,7 @@ class Plan:
     concurrency: int
     mode: Mode = "per_role"
     endpoint: LLMConfig | None = field(default=None, repr=False)
+    salted: bool = True
 
     def name(self, key: str) -> str:
         """The result files' name for a policy key."""
@@ -197,6 +205,9 @@ class BenchmarkRun:
         self._running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._main, name="aaos-benchmark", daemon=True)
+        self._salt = new_salt() if plan.salted else None
+        self.holdout_salt = salt_fingerprint(self._salt) if self._salt else None
+        """The fingerprint of this run's secret holdout salt (None: the public holdout)."""
 
     def start(self) -> BenchmarkRun:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -239,7 +250,8 @@ class BenchmarkRun:
         try:
             specs = self.plan.specs()
             self.state = "running"
-            asyncio.run(self._run(specs))
+            with salted(self._salt) if self._salt else contextlib.nullcontext():
+                asyncio.run(self._run(specs))  # its tasks inherit the salt in force
         except asyncio.CancelledError:
             pass
         except Exception as error:  # a failed run is reported in the Space, never raised into the server
@@ -268,7 +280,7 @@ def ranked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     with `unranked` set (a model whose actions were mostly fallbacks) has rank None, after the ranked ones."""
     board, ranks = [], Counter[tuple[Any, ...]]()
     for row in sorted(leaderboard(rows), key=version_key):
-        group = (*version_key(row), row["split"])
+        group = (*version_key(row), row["split"], row.get("split_label"))
         if not row.get("unranked"):
             ranks[group] += 1
         board.append({**row, "policy": display_name(row["policy"]),

@@ -120,6 +120,9 @@ def _summary(run: BenchmarkRun) -> str:
         body, kind = f"Stopped after {run.elapsed_s:.1f} s: {kept}.", "info"
     else:
         body, kind = f"Done: {episodes} episodes in {run.elapsed_s:.1f} s. Download the results on the right.", "ok"
+    if run.holdout_salt and "holdout" in {row["split"] for row in run.rows}:
+        body += (f" Salted holdout: drawn with a secret salt for this run alone (fingerprint {run.holdout_salt}), so "
+                 "no agent can have seen its episodes.")
     if run.failures:
         first = run.failures[0]
         body += (f" {len(run.failures)} episode(s) failed, the first ({benchmark.display_name(first['policy'])}, "

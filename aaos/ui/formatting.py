@@ -337,7 +337,7 @@ LEADERBOARD: tuple[Column, ...] = (
            lambda t: f'<small class="aaos-unranked">{html.escape(t)}</small>' if t != "yes" else html.escape(t),
            model=True),
     Column("Env", _env_cell),
-    Column("Split", lambda r: r["split"], lambda t: pill(t, t)),
+    Column("Split", lambda r: r.get("split_label") or r["split"], lambda t: pill(t, t.rsplit(" ", 1)[-1])),
     Column("Episodes", lambda r: str(r["episodes"])),
     Column("Mean score", lambda r: f"{r['mean_score']:.3f}"),
     Column("95 % CI", lambda r: f"{r['ci_low']:.3f}\u2013{r['ci_high']:.3f}"),
