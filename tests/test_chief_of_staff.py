@@ -1,5 +1,5 @@
-"""The Chief of Staff Arena (issue 13, items 1-6): contracts, scenarios and variants, dynamics, the ladder with
-bootstrap CIs apart, and the oracle's headroom on crunch_month."""
+"""The Chief of Staff Arena (issue 13, items 1-6): contracts, scenarios and variants, dynamics, the template above
+random and the oracle's gain (its ladder and its headroom on crunch_month are in tests/test_ladder.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from cos_exploits import play
 
 import aaos
-from aaos.bench.stats import bootstrap_ci
 from aaos.core.info import info_problems, observation_problems
 from aaos.core.scenario_files import ScenarioError
 from aaos.core.seeding import HOLDOUT_SALT_ENV, split_seeds
@@ -32,7 +31,6 @@ SPEC = aaos.spec(ENV)
 TASKS = [t.id for t in SPEC.tasks]
 SCENARIOS = [s.id for s in SPEC.scenarios]
 SEEDS_PER_SPLIT = 6
-NOOP_MAX, RANDOM_MAX, CHAMPION_MIN_EASY, ORACLE_HEADROOM = 0.25, 0.35, 0.70, 0.10
 
 
 
@@ -54,31 +52,6 @@ def scores(name: str, task: str, scenario: str, split: Split) -> tuple[float, ..
         assert episode.reward_sum == pytest.approx(episode.score, abs=1e-9), (name, task, scenario, seed)
         found.append(episode.score)
     return tuple(found)
-
-
-def cells() -> list[tuple[str, str, Split]]:
-    return [(task, s.id, split) for task in TASKS for s in SPEC.scenarios
-            for split in (("train", "holdout") if s.split == "train" else ("holdout",))]
-
-
-@pytest.mark.parametrize(("task", "scenario", "split"), cells())
-def test_ladder(task: str, scenario: str, split: Split) -> None:
-    noop, rand, champion = (scores(name, task, scenario, split) for name in ("noop", "random", "heuristic"))
-    assert statistics.mean(noop) <= NOOP_MAX
-    assert statistics.mean(rand) <= RANDOM_MAX
-    if SPEC.task(task).difficulty == "easy":
-        assert statistics.mean(champion) >= CHAMPION_MIN_EASY
-    assert bootstrap_ci(list(noop))[1] < bootstrap_ci(list(rand))[0], (noop, rand)
-    assert bootstrap_ci(list(rand))[1] < bootstrap_ci(list(champion))[0], (rand, champion)
-
-
-@pytest.mark.parametrize("split", ["train", "holdout"])
-def test_hidden_drift_matters_on_the_hard_task(split: Split) -> None:
-    scenarios = [s.id for s in SPEC.scenarios if split == "holdout" or s.split == "train"]
-    champion = sum((scores("heuristic", "crunch_month", s, split) for s in scenarios), ())
-    oracle = sum((scores("oracle", "crunch_month", s, split) for s in scenarios), ())
-    assert statistics.mean(oracle) >= statistics.mean(champion) + ORACLE_HEADROOM
-    assert bootstrap_ci(list(champion))[1] < bootstrap_ci(list(oracle))[0]
 
 
 def test_the_oracle_gains_from_the_ground_truth_and_refuses_to_act_unbound() -> None:

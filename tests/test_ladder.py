@@ -1,91 +1,166 @@
-"""The reward ladder and its headroom: noop < random < champion < oracle, with 95 % confidence intervals apart,
-on every task x scenario and split; and an episode's return is its final score, whatever the policy."""
+"""The reward ladder of every environment and its headroom (issue 12, item 4; issue 35, item 6): noop <= 0.25 <
+random <= 0.35 < champion, with 95 % confidence intervals apart, on every task x scenario x split; on the hard task
+the oracle (the ground truth) beats the champion by at least 0.10, intervals apart, where the champion leaves room;
+an episode's return is its final score, whatever the policy; the champion acts only within the legal choices. What
+each environment promises beyond that (its champion's floor, the seeds, how the hard task's episodes are pooled) is
+its Ladder below."""
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 import pytest
-from exploits import play, play_checked
+from exploits import play as play_org
 
 import aaos
+from aaos.agents.llm import validate_answer
 from aaos.bench.stats import bootstrap_ci
 from aaos.core.seeding import split_seeds
-from aaos.core.spec import Split
+from aaos.core.spec import Difficulty, Split
 
-TASKS = [t["id"] for t in aaos.list_tasks()]
-SEEDS_PER_SPLIT = 6
 NOOP_MAX = 0.25
 RANDOM_MAX = 0.35
-CHAMPION_MIN = 0.60
-HARD_TASK = "full_episode"
-CHAMPION_MAX_ON_HARD = 0.85
 ORACLE_HEADROOM = 0.10
+SPLITS: tuple[Split, ...] = ("train", "holdout")
+ALL: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 
 
-def cells() -> list[tuple[str, str, Split]]:
-    """Every task x scenario x split a scenario draws from (a holdout-only scenario has no train variants)."""
-    found = []
-    for task in TASKS:
-        for scenario in aaos.list_scenarios():
-            for split in ("train", "holdout") if scenario["split"] == "train" else ("holdout",):
-                found.append((task, scenario["id"], split))
-    return found
+@dataclass(frozen=True, slots=True)
+class Ladder:
+    """What an environment's ladder promises beyond the shared rungs.
+
+    champion_min: the champion's mean on every cell of a task of these difficulties (champion_min_on).
+    hard_task: where the oracle must show headroom; champion_max_on_hard: the champion's mean there at most (None:
+        no cap).
+    pooled: how the hard task's episodes are pooled for the oracle's comparison: per "cell" (scenario, split), per
+        "scenario" (both splits' seeds), or per "split" (every scenario that draws from it).
+    always_applied: the champion's every action is applied (never no_effect or rejected).
+    """
+
+    seeds_per_split: int
+    champion_min: float
+    champion_min_on: tuple[Difficulty, ...]
+    hard_task: str
+    champion_max_on_hard: float | None
+    pooled: Literal["cell", "scenario", "split"]
+    always_applied: bool = False
+
+
+LADDERS: dict[str, Ladder] = {
+    "org": Ladder(6, 0.60, ALL, "full_episode", 0.85, "scenario"),
+    "inbox": Ladder(8, 0.70, ALL, "hard", 0.85, "cell", always_applied=True),
+    "chief_of_staff": Ladder(6, 0.70, ("easy",), "crunch_month", None, "split"),
+}
+ENVS = [env_id for env_id in aaos.env_ids() if env_id in LADDERS]
+Cell = tuple[str, Split]
+
+
+def cells(env_id: str) -> list[Cell]:
+    """Every (scenario, split) an environment's scenarios draw from (a holdout-only scenario has no train
+    variants)."""
+    return [(s.id, split) for s in aaos.spec(env_id).scenarios
+            for split in (SPLITS if s.split == "train" else ("holdout",))]
+
+
+def hard_groups(env_id: str) -> dict[str, tuple[Cell, ...]]:
+    """The pools of cells the oracle and the champion are compared over on the hard task, by name."""
+    pooled = LADDERS[env_id].pooled
+    if pooled == "cell":
+        return {f"{scenario}/{split}": ((scenario, split),) for scenario, split in cells(env_id)}
+    if pooled == "scenario":
+        return {s.id: tuple((s.id, split) for split in SPLITS) for s in aaos.spec(env_id).scenarios}
+    return {split: tuple(cell for cell in cells(env_id) if cell[1] == split) for split in SPLITS}
 
 
 @cache
-def scores(policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
-    episodes = [play(policy_name, task, scenario, seed) for seed in split_seeds(split, SEEDS_PER_SPLIT)]
-    for seed, episode in zip(split_seeds(split, SEEDS_PER_SPLIT), episodes, strict=True):
-        assert episode.reward_sum == pytest.approx(episode.score, abs=1e-9), f"{policy_name} {task} {scenario} {seed}"
-    return tuple(episode.score for episode in episodes)
+def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
+    """The policy's final scores on the split's seeds, each episode played as the runners play it; its return must
+    be its score."""
+    found = []
+    for seed in split_seeds(split, LADDERS[env_id].seeds_per_split):
+        env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+        policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
+        policy.reset(seed)
+        policy.bind(env)
+        observation, total = env.reset(), 0.0
+        while True:
+            result = env.step(policy.act(observation))
+            total, observation = total + result.reward, result.observation
+            if result.done:
+                break
+        assert total == pytest.approx(result.info["score"], abs=1e-9), (env_id, policy_name, task, scenario, seed)
+        found.append(float(result.info["score"]))
+    return tuple(found)
 
 
-def interval(values: tuple[float, ...]) -> tuple[float, float]:
-    return bootstrap_ci(list(values))
+def pooled_scores(env_id: str, policy_name: str, group: tuple[Cell, ...]) -> tuple[float, ...]:
+    return sum((scores(env_id, policy_name, LADDERS[env_id].hard_task, *cell) for cell in group), ())
 
 
-@pytest.mark.parametrize(("task", "scenario", "split"), cells())
-def test_ladder(task: str, scenario: str, split: Split) -> None:
-    noop, random, champion = (scores(name, task, scenario, split) for name in ("noop", "random", "heuristic"))
+@pytest.mark.parametrize(("env_id", "task", "scenario", "split"),
+                         [(env_id, t.id, *cell) for env_id in ENVS for t in aaos.spec(env_id).tasks
+                          for cell in cells(env_id)])
+def test_ladder(env_id: str, task: str, scenario: str, split: Split) -> None:
+    ladder = LADDERS[env_id]
+    noop, random, champion = (scores(env_id, name, task, scenario, split) for name in ("noop", "random", "heuristic"))
     means = [statistics.mean(values) for values in (noop, random, champion)]
     assert means[0] <= NOOP_MAX, f"noop scores {means[0]:.3f}"
     assert means[1] <= RANDOM_MAX, f"random scores {means[1]:.3f}"
-    assert means[2] >= CHAMPION_MIN, f"champion scores {means[2]:.3f}"
-    (_, noop_high), (random_low, random_high), (champion_low, _) = map(interval, (noop, random, champion))
-    assert noop_high < random_low, f"noop and random intervals overlap: {interval(noop)} vs {interval(random)}"
-    assert random_high < champion_low, f"random and champion overlap: {interval(random)} vs {interval(champion)}"
+    if aaos.spec(env_id).task(task).difficulty in ladder.champion_min_on:
+        assert means[2] >= ladder.champion_min, f"champion scores {means[2]:.3f}"
+    (_, noop_high), (random_low, random_high), (champion_low, _) = map(bootstrap_ci, (noop, random, champion))
+    assert noop_high < random_low, f"noop and random overlap: {bootstrap_ci(noop)} vs {bootstrap_ci(random)}"
+    assert random_high < champion_low, (f"random and champion overlap: {bootstrap_ci(random)} vs "
+                                        f"{bootstrap_ci(champion)}")
 
 
-@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
-def test_information_is_worth_having_on_the_hard_task(scenario: str) -> None:
-    """On full_episode the champion (own views only) leaves room, and the oracle (the same rules fed the ground
-    truth) shows it: at least ORACLE_HEADROOM better, intervals apart, over train and holdout seeds together."""
-    splits: tuple[Split, ...] = ("train", "holdout")
-    champion = sum((scores("heuristic", HARD_TASK, scenario, split) for split in splits), ())
-    oracle = sum((scores("oracle", HARD_TASK, scenario, split) for split in splits), ())
+@pytest.mark.parametrize(("env_id", "group"), [(env_id, name) for env_id in ENVS for name in hard_groups(env_id)])
+def test_information_is_worth_having_on_the_hard_task(env_id: str, group: str) -> None:
+    """The champion (own views only) leaves room on the hard task, and the oracle (the same rules, or better ones,
+    fed the ground truth) shows it: at least ORACLE_HEADROOM better, intervals apart."""
+    ladder, pool = LADDERS[env_id], hard_groups(env_id)[group]
+    champion, oracle = pooled_scores(env_id, "heuristic", pool), pooled_scores(env_id, "oracle", pool)
     champion_mean, oracle_mean = statistics.mean(champion), statistics.mean(oracle)
-    assert champion_mean <= CHAMPION_MAX_ON_HARD, f"champion scores {champion_mean:.3f} on the hard task"
+    if ladder.champion_max_on_hard is not None:
+        assert champion_mean <= ladder.champion_max_on_hard, f"champion scores {champion_mean:.3f} on the hard task"
     assert oracle_mean >= champion_mean + ORACLE_HEADROOM, f"oracle {oracle_mean:.3f} vs champion {champion_mean:.3f}"
-    assert interval(champion)[1] < interval(oracle)[0], f"{interval(champion)} vs {interval(oracle)}"
+    assert bootstrap_ci(champion)[1] < bootstrap_ci(oracle)[0], f"{bootstrap_ci(champion)} vs {bootstrap_ci(oracle)}"
 
 
-def test_the_oracle_refuses_to_act_unbound() -> None:
+@pytest.mark.parametrize("env_id", ENVS)
+def test_the_oracle_refuses_to_act_unbound(env_id: str) -> None:
     """The oracle reads the ground truth; without an environment to read it must not guess."""
-    env = aaos.make(HARD_TASK, scenario="product_launch_failure", seed=0)
+    env = aaos.make(LADDERS[env_id].hard_task, seed=0, env=env_id)
     with pytest.raises(RuntimeError, match="bind"):
-        aaos.policies.make("oracle").act(env.reset())
+        aaos.policies.make("oracle", env=env_id).act(env.reset())
 
 
-@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
-def test_the_champion_acts_only_within_the_legal_payload_choices(scenario: str) -> None:
-    play_checked("heuristic", HARD_TASK, scenario, 0)
+@pytest.mark.parametrize(("env_id", "scenario", "split"),
+                         [(env_id, *cell) for env_id in ENVS for cell in cells(env_id)])
+def test_the_champion_acts_only_within_the_legal_choices(env_id: str, scenario: str, split: Split) -> None:
+    seed = split_seeds(split, 1)[0]
+    env = aaos.make(LADDERS[env_id].hard_task, scenario=scenario, seed=seed, env=env_id)
+    policy = aaos.policies.make("heuristic", seed=seed, env=env_id)
+    policy.reset(seed)
+    observation = env.reset()
+    while True:
+        joint = policy.act(observation)
+        for role, chosen in joint.items():
+            validate_answer(env.spec, role, chosen, observation["agent_observations"][role]["legal_actions"])
+        result = env.step(joint)
+        if LADDERS[env_id].always_applied:
+            assert all(r["status"] == "applied" for r in result.info["action_results"].values()), result.info
+        observation = result.observation
+        if result.done:
+            break
 
 
-@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios()])
-def test_the_champion_files_no_duplicate_or_false_report(scenario: str) -> None:
-    for task in TASKS:
+@pytest.mark.parametrize("scenario", [s.id for s in aaos.spec("org").scenarios])
+def test_the_org_champion_files_no_duplicate_or_false_report(scenario: str) -> None:
+    for task in aaos.spec("org").tasks:
         for seed in (0, 1, 10_000):
-            episode = play("heuristic", task, scenario, seed)
-            assert (episode.false_reports, episode.false_flags) == (0, 0), (task, seed)
+            episode = play_org("heuristic", task.id, scenario, seed)
+            assert (episode.false_reports, episode.false_flags) == (0, 0), (task.id, seed)
