@@ -24,6 +24,8 @@ DELIVERY_SERIES: dict[str, str] = {
 """The reward_breakdown fields plotted in the delivery chart, and their legend names."""
 DELIVERED_SERIES = "Delivered (immediate + delayed)"
 LEADERBOARD_HEIGHT = 340
+LEADERBOARD_TITLE = "Mean episode score (95 % CI)"
+RACE_HEIGHT = 300
 SPLIT_COLOURS: dict[str, str] = {"train": "#94a3b8", "holdout": "#6366f1"}
 """Bar colours per split, as the split pills of the leaderboard table."""
 
@@ -58,6 +60,24 @@ def leaderboard_figure(rows: list[dict[str, Any]]) -> go.Figure:
     figure = chart(rows)
     for trace in figure.data:
         trace.marker.color = SPLIT_COLOURS.get(trace.name)
+    # A short title at the left: Plotly's toolbar (top right) covered the end, "(95 % CI)", of the centred one.
     figure.update_layout(height=LEADERBOARD_HEIGHT, margin={"l": 50, "r": 20, "t": 50, "b": 40},
-                         legend={"title": {"text": "Split"}}, title={"font": {"size": 14}})
+                         legend={"title": {"text": "Split"}},
+                         title={"text": LEADERBOARD_TITLE, "font": {"size": 14}, "x": 0, "xanchor": "left",
+                                "xref": "paper"})
+    return figure
+
+
+def race_figure(series: Mapping[str, Sequence[tuple[int, float]]], colours: Mapping[str, str],
+                max_steps: int) -> go.Figure:
+    """The Arena's score race: each lane's (step, score) points as a line in its colour (a lone point, such as a
+    committed final score, as a marker). A figure is drawn anew on every update, so a new round's lanes show."""
+    figure = go.Figure()
+    for name, points in series.items():
+        steps, scores = zip(*points, strict=True) if points else ((), ())
+        figure.add_trace(go.Scatter(x=list(steps), y=list(scores), name=name, line={"color": colours.get(name)},
+                                    mode="lines" if len(points) > 1 else "markers"))
+    figure.update_layout(height=RACE_HEIGHT, margin={"l": 50, "r": 20, "t": 40, "b": 40}, title={"text": "Score race",
+                         "font": {"size": 14}}, xaxis={"title": {"text": "Step"}, "range": [0, max_steps]},
+                         yaxis={"title": {"text": "Score"}, "range": [0, 1]}, legend={"orientation": "h", "y": -0.2})
     return figure

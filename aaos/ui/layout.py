@@ -1,6 +1,6 @@
 """The Space's page: the theme, the header, and the sidebar and tabs each built and wired by their own module
 (play: the episode and the Play tab; dashboard: World, Reward and Logs; benchmark_tab: Benchmark; training_tab:
-Training).
+Training; replay_tab: Replay; arena_tab: Arena).
 
 Components carry stable elem_ids (aaos-*) for the CSS in assets/ and for the browser tests.
 """
@@ -11,7 +11,7 @@ import gradio as gr
 
 import aaos
 from aaos.data import data_dir
-from aaos.ui import benchmark_tab, dashboard, play, prose, training_tab
+from aaos.ui import arena_tab, benchmark_tab, dashboard, play, prose, replay_tab, training_tab
 from aaos.ui.session import default_meta
 from aaos.ui.wiring import QUIET, SESSION_TTL_S, Ui, close_session, unload
 
@@ -43,7 +43,7 @@ def header(env_id: str) -> str:
 
 def build_blocks() -> gr.Blocks:
     """The whole Space: header, sidebar (episode, agent run, model settings, downloads) and the
-    Play/World/Reward/Logs/Benchmark/Training tabs."""
+    Play/World/Reward/Logs/Benchmark/Training/Replay/Arena tabs."""
     meta = default_meta(aaos.env_ids()[0])
     # fill_width: wide screens use their width (up to the CSS's cap); the cards get more room there.
     with gr.Blocks(title=prose.TITLE, delete_cache=(3600, 7200), fill_width=True) as blocks:
@@ -54,14 +54,18 @@ def build_blocks() -> gr.Blocks:
                 play.build_sidebar(ui, meta)
             with gr.Column(scale=4, elem_id="aaos-content"):
                 play.build_status(ui)
-                with gr.Tabs(elem_id="aaos-tabs"):
+                with gr.Tabs(elem_id="aaos-tabs", overflow_behavior="wrap"):  # no tab hides behind a menu
                     play.build_tab(ui, aaos.spec(meta.env).roles)
                     dashboard.build(ui)
                     benchmark_tab.build(ui, meta.env)
                     training_tab.build(ui, meta.env)
+                    replay_tab.build(ui)
+                    arena_tab.build(ui, meta.env)
         play.wire(blocks, ui)
         benchmark_tab.wire(ui)
         training_tab.wire(ui)
+        replay_tab.wire(blocks, ui)
+        arena_tab.wire(blocks, ui)
         ui["env"].input(header, ui["env"], ui["header"], **QUIET)
         blocks.unload(unload)
     blocks.queue(default_concurrency_limit=CONCURRENCY)

@@ -1,0 +1,234 @@
+"""The Replay tab (issue 33 A): episodes from the Play tab, a benchmark's results, the committed training evaluation
+and uploads, re-executed from their joint actions; step t's views, actions, reward and oversight log so far; the
+first departure from the champion. Handlers are called as the layout calls them; the last tests drive the real
+Space in Chromium in all three environments (screenshots go to artifacts/)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, assert_no_reprs, chromium, open_page, pick, running_space
+
+import aaos
+from aaos.bench.runner import Job, run
+from aaos.core.trajectory import EpisodeMeta
+from aaos.policies import baseline
+from aaos.ui import replay_tab, replays
+from aaos.ui.replay_tab import Watch
+from aaos.ui.session import Session
+
+ORG = EpisodeMeta("org", "org_simulation", "product_launch_failure", 3)
+COS = EpisodeMeta("chief_of_staff", "steady_week", "hospital_director", 2)
+
+
+def played(meta: EpisodeMeta, steps: int, policy: str = "heuristic",
+           detour: tuple[int, str, dict[str, Any]] | None = None) -> Session:
+    """A Play tab session after `steps` steps of `policy`; `detour` (step, role, action) replaces one action."""
+    session = Session(meta)
+    chooser = aaos.policies.make(policy, seed=meta.seed, env=meta.env)
+    for number in range(1, steps + 1):
+        joint = chooser.act(session.observation)
+        if detour is not None and detour[0] == number:
+            joint[detour[1]] = detour[2]
+        session.step(joint)
+    return session
+
+
+def load(session: Session | None, source: str, env: str = "org", upload: str | None = None,
+         index: int | None = 0) -> dict[str, Any]:
+    return replay_tab.load(None, session, env, source, upload, index)
+
+
+def test_the_play_tabs_episode_is_rebuilt_from_its_actions_view_for_view() -> None:
+    session = played(ORG, 6, "random")
+    out = load(session, "play")
+    loaded = out["replay"].loaded
+    assert loaded.steps == 6 and loaded.note == ""
+    assert all("observation" not in record for record in loaded.records)  # the views come from the replay
+    assert loaded.views == [record["observation"] for record in session.records]
+    assert out["replay_step"]["maximum"] == 6 and out["replay_step"]["value"] == 1
+    assert out["replay_cards"].count('class="aaos-card"') == len(aaos.spec("org").roles)
+    assert_no_reprs(out)
+
+
+def test_step_t_shows_that_steps_actions_and_the_oversight_log_so_far() -> None:
+    session = played(ORG, 8, "random")
+    watch = load(session, "play")["replay"]
+    violations = [(r["step"], len(r["oversight_events"])) for r in session.records]
+    for step in (1, 4, 8):
+        view = replay_tab.show_step(watch, step)
+        assert f"{step} / 8" in view["replay_status"]
+        assert set(view["replay_actions"]["Step"]) <= {step}
+        assert len(view["replay_oversight"]) == sum(count for at, count in violations if at <= step)
+        assert view["replay_plot"]["value"]["step"].max() == step
+        joint = session.records[step - 1]["joint_action"]
+        assert all(f"Queued: <code>{action['action_type']}" in view["replay_cards"] for action in joint.values())
+    assert replay_tab.back(watch, 1)["replay_step"]["value"] == 1  # clamped at both ends
+    assert replay_tab.forward(watch, 8)["replay_step"]["value"] == 8
+    assert replay_tab.forward(watch, 3)["replay_step"]["value"] == 4
+
+
+def test_the_champion_marker_is_the_first_step_whose_joint_action_differs() -> None:
+    own = replays.load(replays.from_play(ORG, played(ORG, 5).records)[0])
+    assert own.departure is None
+    assert "same" in replay_tab.show_step(Watch((), own), 3)["replay_status"]
+    detour = {"action_type": "query_metrics", "payload": {"metric": "latency"}}
+    session = played(ORG, 7, detour=(4, "oversight", detour))
+    watch = load(session, "play")["replay"]
+    assert watch.loaded.departure is not None and watch.loaded.departure.step == 4
+    assert [role for role, _, _ in watch.loaded.departure.roles] == ["oversight"]
+    at = replay_tab.jump(watch)
+    assert at["replay_step"]["value"] == 4
+    assert "query_metrics (metric: latency)" in at["replay_departure"]
+    assert "departs at step 4" in at["replay_status"]
+    assert replay_tab.show_step(watch, 3)["replay_departure"] == ""
+
+
+def test_an_uploaded_export_replays_and_a_bad_file_changes_nothing(tmp_path: Path) -> None:
+    session = played(COS, 5, "random")
+    trajectory, _ = session.export()
+    loaded = load(None, "upload", "chief_of_staff", str(trajectory))["replay"].loaded
+    assert loaded.steps == 5 and loaded.entry.meta == COS
+    bad = tmp_path / "bad.jsonl"
+    for text, said in (("not json\n", "not JSON"), ('{"a": 1}\n', "neither trajectory records"),
+                       (json.dumps({**session.records[0], "version": 1}) + "\n", "older than this reader")):
+        bad.write_text(text, encoding="utf-8")
+        out = load(None, "upload", "chief_of_staff", str(bad))
+        assert set(out) == {"replay_note"} and said in out["replay_note"] and "Nothing was loaded" in out["replay_note"]
+
+
+def test_a_trajectory_that_stops_replaying_shows_the_exact_steps_and_says_where() -> None:
+    records = played(ORG, 6, "random").records
+    records[3] = {**records[3], "reward": records[3]["reward"] + 0.5}
+    loaded = replays.load(replays.from_play(ORG, records)[0])
+    assert loaded.steps == 3
+    assert "step 4" in loaded.note and "the 3 steps before it are shown" in loaded.note
+
+
+def test_benchmark_results_of_baselines_are_played_again_and_checked(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    jobs = [Job(name, COS.env, COS.task, COS.scenario, COS.seed) for name in ("heuristic", "random")]
+    records = run(jobs, {name: baseline(name) for name in ("heuristic", "random")}, out, concurrency=1)
+    found = replays.read_upload(out)
+    assert [e.policy for e in found] == ["heuristic", "random"] and all("re-played" in e.label for e in found)
+    for entry, record in zip(found, records, strict=True):
+        loaded = replays.load(entry)
+        assert loaded.steps == record["steps"] and loaded.records[-1]["score"] == pytest.approx(record["score"])
+    assert replays.load(found[0]).departure is None and replays.load(found[1]).departure is not None
+    tampered = {**records[1], "score": records[1]["score"] + 0.1}
+    loaded = replays.load(replays.entries([tampered])[0])
+    assert loaded.steps == 0 and "not the recorded" in loaded.note
+    model = {**records[1], "policy": "llm:some-model"}
+    shown = load(None, "upload", upload=_jsonl(tmp_path / "model.jsonl", [model]))
+    assert "holds no steps" in shown["replay_note"] and shown["replay_result"]["visible"]
+    assert f"{model['score']:.3f}" in shown["replay_result"]["value"]
+
+
+def _jsonl(path: Path, records: list[dict[str, Any]]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def test_the_committed_evaluation_shows_every_episode_replaying_the_baselines_it_can() -> None:
+    found = replays.committed("chief_of_staff")
+    assert {e.policy for e in found} >= {"heuristic", "untrained", "sft_grpo"}
+    champion = next(e for e in found if e.policy == "heuristic")
+    loaded = replays.load(champion)
+    assert loaded.steps == champion.result["steps"] and loaded.departure is None
+    assert loaded.records[-1]["score"] == pytest.approx(champion.result["score"])
+    tuned = replays.load(next(e for e in found if e.policy == "sft_grpo"))
+    assert tuned.steps == 0 and "sft_grpo is a model" in tuned.note
+    for entry in replays.committed("org"):  # recorded under older org versions: shown, never re-scored
+        if replays.versions_problem(entry.result) is not None:
+            assert replays.load(entry).steps == 0
+    assert replays.committed("inbox") == []
+    assert "No training results are committed for inbox" in load(None, "committed", "inbox")["replay_note"]
+
+
+def test_sources_without_episodes_say_what_to_do() -> None:
+    fresh = Session(ORG)
+    assert "no steps yet" in load(fresh, "play")["replay_note"]
+    assert "No benchmark has run" in load(fresh, "benchmark")["replay_note"]
+    assert "Upload a JSONL" in load(fresh, "upload")["replay_note"]
+    assert replay_tab.first_open(Watch(), fresh, "org", "play", None) == {}  # opened before: nothing reloads
+
+
+# In the browser --------------------------------------------------------------------------------------------------
+
+VIEWPORT: ViewportSize = {"width": 1280, "height": 1000}
+ENVS = {"org": ("AAOS organisation", 6), "inbox": ("Support Inbox", 1), "chief_of_staff": ("Chief of Staff", 1)}
+
+
+@pytest.fixture(scope="module")
+def space_url() -> Iterator[str]:
+    yield from running_space(ARTIFACTS / "ui_replay_server.log")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    yield from chromium()
+
+
+@pytest.fixture
+def page(browser: Browser, space_url: str) -> Iterator[Page]:
+    page = open_page(browser, space_url, VIEWPORT)
+    yield page
+    page.context.close()
+
+
+def env_label(env: str) -> str:
+    return next(e.title for e in (aaos.spec(i) for i in aaos.env_ids()) if e.id == env)
+
+
+@pytest.mark.parametrize("env", list(ENVS))
+def test_replaying_the_play_tabs_episode_in_the_browser(page: Page, env: str) -> None:
+    pick(page, "aaos-env", env_label(env))
+    roles = len(aaos.spec(env).roles)
+    expect(page.locator("#aaos-role-cards .aaos-card")).to_have_count(roles)
+    for step in (1, 2, 3):  # no-op steps: the champion acts at once, so the replay departs at step 1
+        page.locator("#aaos-step").click()
+        expect(page.locator("#aaos-stat-step")).to_have_text(re.compile(rf"^{step} / "))
+    page.get_by_role("tab", name="Replay").click()
+    page.locator("#aaos-replay-source").get_by_text("The Play tab's episode").click()
+    expect(page.locator("#aaos-replay-note")).to_contain_text("3 steps")
+    expect(page.locator("#aaos-replay-at")).to_have_text("1 / 3")
+    expect(page.locator("#aaos-replay-cards .aaos-card")).to_have_count(roles)
+    expect(page.locator("#aaos-replay-champion")).to_have_text("departs at step 1")
+    expect(page.locator("#aaos-replay-departure")).to_contain_text("the champion plays")
+    page.locator("#aaos-replay-next").click()
+    expect(page.locator("#aaos-replay-at")).to_have_text("2 / 3")
+    expect(page.locator("#aaos-replay-departure")).to_have_count(0)
+    page.locator("#aaos-replay-next").click()
+    expect(page.locator("#aaos-replay-at")).to_have_text("3 / 3")
+    expect(page.locator("#aaos-replay-plot canvas, #aaos-replay-plot svg").first).to_be_visible()
+    page.locator("#aaos-replay-prev").click()
+    expect(page.locator("#aaos-replay-at")).to_have_text("2 / 3")
+    page.screenshot(path=str(ARTIFACTS / f"ui_replay_{env}.png"), full_page=True)
+
+
+def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_path: Path) -> None:
+    pick(page, "aaos-env", env_label("chief_of_staff"))
+    page.get_by_role("tab", name="Replay").click()
+    expect(page.locator("#aaos-replay-note")).to_contain_text("played the same seed again here")
+    expect(page.locator("#aaos-replay-at")).to_have_text("1 / 20")
+    page.locator("#aaos-replay-jump").click()
+    expect(page.locator("#aaos-replay-departure")).to_contain_text("Departs from the champion here")
+    found = replays.committed("chief_of_staff")
+    tuned = next(e for e in found if e.policy == "sft_grpo")
+    page.locator("#aaos-replay-episode input").click()
+    page.get_by_role("option", name=tuned.label, exact=True).click()
+    expect(page.locator("#aaos-replay-note")).to_contain_text("sft_grpo is a model")
+    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{tuned.score:.3f}")
+    session = played(COS, 4, "random")  # kept: its download folder goes with it
+    trajectory, _ = session.export()
+    page.locator("#aaos-replay-source").get_by_text("An uploaded JSONL file").click()
+    page.locator("#aaos-replay-upload input[type=file]").set_input_files(str(trajectory))
+    expect(page.locator("#aaos-replay-note")).to_contain_text("4 steps")
+    expect(page.locator("#aaos-replay-at")).to_have_text("1 / 4")
+    page.screenshot(path=str(ARTIFACTS / "ui_replay_committed.png"), full_page=True)
