@@ -8,6 +8,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -53,6 +56,31 @@ def rpc(http: httpx.Client, method: str, params: dict[str, Any]) -> dict[str, An
     response = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
     assert response.status_code == 200
     return response.json()
+
+
+@dataclass(frozen=True)
+class McpSession:
+    """One MCP session of a server: its tools by name, and tool calls (the JSON-RPC answer: result or error)."""
+
+    http: httpx.Client
+    session_id: str
+
+    def tools(self) -> dict[str, dict[str, Any]]:
+        listed = rpc(self.http, "tools/list", {"session_id": self.session_id})["result"]["tools"]
+        return {tool["name"]: tool for tool in listed}
+
+    def call(self, name: str, **arguments: Any) -> dict[str, Any]:
+        return rpc(self.http, "tools/call", {"session_id": self.session_id, "name": name, "arguments": arguments})
+
+
+@contextmanager
+def mcp_session(http: httpx.Client) -> Iterator[McpSession]:
+    """An MCP session, closed after."""
+    session_id = rpc(http, "openenv/session/create", {})["result"]["session_id"]
+    try:
+        yield McpSession(http, session_id)
+    finally:
+        rpc(http, "openenv/session/close", {"session_id": session_id})
 
 
 def run_inference(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:

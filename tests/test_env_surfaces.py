@@ -19,7 +19,7 @@ import pytest
 from helpers import REPO_ROOT, registered, serving
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 from pydantic import ValidationError
-from surfaces import SUBPROCESS_ENV, TOY, TOY_KIT, in_process, plain, rpc, run_inference, short_task
+from surfaces import SUBPROCESS_ENV, TOY, TOY_KIT, in_process, mcp_session, plain, run_inference, short_task
 from test_inference import episodes
 
 import aaos
@@ -159,21 +159,13 @@ def test_websocket_client_plays_it_exactly_as_in_process(served: str, env_id: st
 @pytest.mark.parametrize("env_id", ENVS)
 def test_mcp_new_episode_switches_the_session_to_it_and_its_tools(http: httpx.Client, env_id: str) -> None:
     spec, task = aaos.spec(env_id), short_task(env_id)
-    session_id = rpc(http, "openenv/session/create", {})["result"]["session_id"]
-    try:
-        def tools() -> set[str]:
-            return {tool["name"] for tool in rpc(http, "tools/list", {"session_id": session_id})["result"]["tools"]}
-
-        def call(name: str, **arguments: Any) -> dict[str, Any]:
-            return rpc(http, "tools/call", {"session_id": session_id, "name": name, "arguments": arguments})
-
-        assert {a.name for a in aaos.spec().actions} <= tools()  # a new session plays the default environment
-        first = call("new_episode", env=env_id, task=task, seed=2)["result"]
+    with mcp_session(http) as mcp:
+        assert {a.name for a in aaos.spec().actions} <= set(mcp.tools())  # a new session plays the default env
+        first = mcp.call("new_episode", env=env_id, task=task, seed=2)["result"]
         assert first == aaos.make(task, seed=2, env=env_id).reset()
-        assert tools() == {a.name for a in spec.actions} | {"joint_action", "new_episode"}
-        assert f"task: Input should be '{spec.tasks[0].id}'" in call("new_episode", task="juggling")["error"]["message"]
-    finally:
-        rpc(http, "openenv/session/close", {"session_id": session_id})
+        assert set(mcp.tools()) == {a.name for a in spec.actions} | {"joint_action", "new_episode"}
+        refused = mcp.call("new_episode", task="juggling")["error"]["message"]
+        assert f"task: Input should be '{spec.tasks[0].id}'" in refused
 
 
 # --- PettingZoo ----------------------------------------------------------------------------------------------
@@ -335,14 +327,10 @@ def test_http_refuses_what_the_inbox_does_not_have(http: httpx.Client) -> None:
 
 
 def test_mcp_tools_triage_an_inbox_email(http: httpx.Client) -> None:
-    session_id = rpc(http, "openenv/session/create", {})["result"]["session_id"]
-    try:
-        def call(name: str, **arguments: Any) -> dict[str, Any]:
-            return rpc(http, "tools/call", {"session_id": session_id, "name": name, "arguments": arguments})
-
+    with mcp_session(http) as mcp:
+        call = mcp.call
         first = call("new_episode", env=INBOX, task="easy", seed=2)["result"]
-        listed = rpc(http, "tools/list", {"session_id": session_id})["result"]["tools"]
-        tools = {tool["name"]: tool for tool in listed}
+        tools = mcp.tools()
         assert tools["classify_email"]["inputSchema"]["properties"]["category"]["enum"][:2] == ["billing",
                                                                                                "technical"]
         email = first["inbox"][0]["id"]
@@ -354,8 +342,6 @@ def test_mcp_tools_triage_an_inbox_email(http: httpx.Client) -> None:
         assert closed["action_result"]["status"] == "applied"
         again = call("classify_email", role=INBOX_ROLE, email_id=email, category="sales")["error"]["message"]
         assert f"{email} is closed (ignored); a closed email is final" in again
-    finally:
-        rpc(http, "openenv/session/close", {"session_id": session_id})
 
 
 def test_pettingzoo_reaches_every_legal_inbox_action() -> None:

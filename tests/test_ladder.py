@@ -1,7 +1,8 @@
 """The reward ladder of every environment and its headroom (issue 12, item 4; issue 35, item 6): noop <= 0.25 <
 random <= 0.35 < champion, with 95 % confidence intervals apart, on every task x scenario x split; on the hard task
 the oracle (the ground truth) beats the champion by at least 0.10, intervals apart, where the champion leaves room;
-an episode's return is its final score, whatever the policy; the champion acts only within the legal choices. What
+an episode's return is its final score, whatever the policy; the champion acts only within the legal choices (in
+every episode it plays here). What
 each environment promises beyond that (its champion's floor, the seeds, how the hard task's episodes are pooled) is
 its Ladder below."""
 
@@ -26,6 +27,7 @@ RANDOM_MAX = 0.35
 ORACLE_HEADROOM = 0.10
 SPLITS: tuple[Split, ...] = ("train", "holdout")
 ALL: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+CHAMPION = "heuristic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +80,10 @@ def hard_groups(env_id: str) -> dict[str, tuple[Cell, ...]]:
 @cache
 def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
     """The policy's final scores on the split's seeds, each episode played as the runners play it; its return must
-    be its score."""
+    be its score, and the champion's every action must be among its role's legal choices (applied, too, where the
+    environment's ladder says so)."""
     found = []
+    champion = policy_name == CHAMPION
     for seed in split_seeds(split, LADDERS[env_id].seeds_per_split):
         env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
         policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
@@ -87,7 +91,12 @@ def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split
         policy.bind(env)
         observation, total = env.reset(), 0.0
         while True:
-            result = env.step(policy.act(observation))
+            joint = policy.act(observation)
+            for role, chosen in joint.items() if champion else ():
+                validate_answer(env.spec, role, chosen, observation["agent_observations"][role]["legal_actions"])
+            result = env.step(joint)
+            if champion and LADDERS[env_id].always_applied:
+                assert all(r["status"] == "applied" for r in result.info["action_results"].values()), result.info
             total, observation = total + result.reward, result.observation
             if result.done:
                 break
@@ -105,7 +114,7 @@ def pooled_scores(env_id: str, policy_name: str, group: tuple[Cell, ...]) -> tup
                           for cell in cells(env_id)])
 def test_ladder(env_id: str, task: str, scenario: str, split: Split) -> None:
     ladder = LADDERS[env_id]
-    noop, random, champion = (scores(env_id, name, task, scenario, split) for name in ("noop", "random", "heuristic"))
+    noop, random, champion = (scores(env_id, name, task, scenario, split) for name in ("noop", "random", CHAMPION))
     means = [statistics.mean(values) for values in (noop, random, champion)]
     assert means[0] <= NOOP_MAX, f"noop scores {means[0]:.3f}"
     assert means[1] <= RANDOM_MAX, f"random scores {means[1]:.3f}"
@@ -122,7 +131,7 @@ def test_information_is_worth_having_on_the_hard_task(env_id: str, group: str) -
     """The champion (own views only) leaves room on the hard task, and the oracle (the same rules, or better ones,
     fed the ground truth) shows it: at least ORACLE_HEADROOM better, intervals apart."""
     ladder, pool = LADDERS[env_id], hard_groups(env_id)[group]
-    champion, oracle = pooled_scores(env_id, "heuristic", pool), pooled_scores(env_id, "oracle", pool)
+    champion, oracle = pooled_scores(env_id, CHAMPION, pool), pooled_scores(env_id, "oracle", pool)
     champion_mean, oracle_mean = statistics.mean(champion), statistics.mean(oracle)
     if ladder.champion_max_on_hard is not None:
         assert champion_mean <= ladder.champion_max_on_hard, f"champion scores {champion_mean:.3f} on the hard task"
@@ -138,29 +147,9 @@ def test_the_oracle_refuses_to_act_unbound(env_id: str) -> None:
         aaos.policies.make("oracle", env=env_id).act(env.reset())
 
 
-@pytest.mark.parametrize(("env_id", "scenario", "split"),
-                         [(env_id, *cell) for env_id in ENVS for cell in cells(env_id)])
-def test_the_champion_acts_only_within_the_legal_choices(env_id: str, scenario: str, split: Split) -> None:
-    seed = split_seeds(split, 1)[0]
-    env = aaos.make(LADDERS[env_id].hard_task, scenario=scenario, seed=seed, env=env_id)
-    policy = aaos.policies.make("heuristic", seed=seed, env=env_id)
-    policy.reset(seed)
-    observation = env.reset()
-    while True:
-        joint = policy.act(observation)
-        for role, chosen in joint.items():
-            validate_answer(env.spec, role, chosen, observation["agent_observations"][role]["legal_actions"])
-        result = env.step(joint)
-        if LADDERS[env_id].always_applied:
-            assert all(r["status"] == "applied" for r in result.info["action_results"].values()), result.info
-        observation = result.observation
-        if result.done:
-            break
-
-
 @pytest.mark.parametrize("scenario", [s.id for s in aaos.spec("org").scenarios])
 def test_the_org_champion_files_no_duplicate_or_false_report(scenario: str) -> None:
     for task in aaos.spec("org").tasks:
         for seed in (0, 1, 10_000):
-            episode = play_org("heuristic", task.id, scenario, seed)
+            episode = play_org(CHAMPION, task.id, scenario, seed)
             assert (episode.false_reports, episode.false_flags) == (0, 0), (task.id, seed)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers import REPO_ROOT, registered, serving
-from surfaces import SUBPROCESS_ENV, TOY, TOY_KIT, in_process, rpc
+from surfaces import SUBPROCESS_ENV, TOY, TOY_KIT, in_process, mcp_session
 from toy_env import toy_spec
 
 import aaos
@@ -90,14 +90,10 @@ def test_http_steps_are_checked_against_the_sessions_env(http: httpx.Client) -> 
 
 
 def test_mcp_plays_the_toy_roles_tools(http: httpx.Client) -> None:
-    session_id = rpc(http, "openenv/session/create", {})["result"]["session_id"]
-    try:
-        def call(name: str, **arguments: Any) -> dict[str, Any]:
-            return rpc(http, "tools/call", {"session_id": session_id, "name": name, "arguments": arguments})
-
+    with mcp_session(http) as mcp:
+        call = mcp.call
         first = call("new_episode", env=TOY, seed=2)["result"]
-        listed = rpc(http, "tools/list", {"session_id": session_id})["result"]["tools"]
-        found = {tool["name"]: tool for tool in listed}
+        found = mcp.tools()
         assert found["ship"]["inputSchema"]["properties"]["role"].get("enum", ["packer"]) == ["packer"]
         parcel = first["dock"][0]["id"]
         inspected = call("inspect", role="inspector", parcel_id=parcel)["result"]
@@ -105,8 +101,6 @@ def test_mcp_plays_the_toy_roles_tools(http: httpx.Client) -> None:
         refused = call("joint_action", actions={"inspector": {"action_type": "ship", "payload": {"parcel_id": parcel}}})
         assert "inspector may not use ship" in refused["error"]["message"]
         assert "env: Input should be" in call("new_episode", env="chess")["error"]["message"]
-    finally:
-        rpc(http, "openenv/session/close", {"session_id": session_id})
 
 
 # --- PettingZoo, aaos bench, the training seat ---------------------------------------------------------------
