@@ -9,12 +9,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import aaos
 from aaos import doctor
 from aaos.agents.llm import LLMConfig
 from aaos.bench import cli as bench_cli
 from aaos.core.extras import require
+from aaos.core.scenario_files import ScenarioError, SchemaMismatch
+from aaos.core.spec import ScenarioInfo
 from aaos.data import data_dir
 from aaos.server.address import add_server_arguments
 from aaos.training import cli as training_cli
@@ -33,25 +36,79 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    read = aaos.kit_of(args.env).scenario_file
-    if read is None:
-        raise ValueError(f"environment {args.env!r} has no scenario files (its kit reads none)")
-    folder = data_dir("scenarios") / args.env
-    paths = args.files or sorted(str(p) for p in folder.glob("*.json"))
-    if not paths:
-        raise ValueError(f"environment {args.env!r} has no built-in scenario files (none in {folder}); name the "
-                         f"files to validate")
+    """Each file validated as its environment's scenario: --env's, else the one whose schema it matches (said on
+    each line); without files, the built-in ones of --env, else of every environment."""
+    if args.files:
+        targets = [(path, args.env) for path in args.files]
+    else:
+        targets = [(path, env) for env in ([args.env] if args.env else aaos.env_ids())
+                   for path in _builtin_files(env, explicit=args.env is not None)]
     failed = 0
-    for path in paths:
+    for path, env in targets:
         try:
-            info = read(path)
+            env, info = _validated(path, env)
         except (OSError, ValueError) as error:
             failed += 1
             print(f"FAIL {path}")
             print("\n".join(f"     {line}" for line in str(error).splitlines()))
             continue
-        print(f"ok   {path} ({info.id}, {info.split}: {info.title})")
+        print(f"ok   {path} (env {env}: {info.id}, {info.split}: {info.title})")
     return 1 if failed else 0
+
+
+def _builtin_files(env: str, explicit: bool) -> list[str]:
+    """The built-in scenario files of `env`; an environment named by --env must have some."""
+    if aaos.kit_of(env).scenario_file is None:
+        if explicit:
+            raise ValueError(f"environment {env!r} has no scenario files (its kit reads none)")
+        return []
+    folder = data_dir("scenarios") / env
+    paths = sorted(str(p) for p in folder.glob("*.json"))
+    if not paths and explicit:
+        raise ValueError(f"environment {env!r} has no built-in scenario files (none in {folder}); name the files "
+                         "to validate")
+    return paths
+
+
+def _validated(path: str, env: str | None) -> tuple[str, ScenarioInfo]:
+    """The environment a scenario file was validated as, and its id, split and title; ValueError naming the file,
+    each field that is wrong and, for a file of another environment than `env`, which one it is."""
+    if env is None:
+        owners = aaos.envs.scenario_envs(path)
+        if len(owners) == 1:
+            env = owners[0]
+        elif owners:
+            raise ValueError(f"{path}: a valid scenario of environments {', '.join(owners)}: say which with --env")
+        else:
+            _closest(path)
+    read = aaos.kit_of(env).scenario_file
+    if read is None:
+        raise ValueError(f"environment {env!r} has no scenario files (its kit reads none)")
+    try:
+        return env, read(path)
+    except SchemaMismatch as error:
+        hint = aaos.envs.wrong_env(path, env)
+        raise ValueError(f"{hint}\n{error}" if hint else str(error)) from error
+
+
+def _closest(path: str) -> NoReturn:
+    """Raise the errors of the environment whose schema a file matching none comes closest to, naming it."""
+    errors: list[tuple[int, str, ScenarioError]] = []
+    for env in aaos.env_ids():
+        read = aaos.kit_of(env).scenario_file
+        if read is None:
+            continue
+        try:
+            read(path)
+        except ScenarioError as error:
+            if not isinstance(error, SchemaMismatch):
+                raise  # not JSON, or no such file: the same for every environment
+            errors.append((error.problems, env, error))
+    if not errors:
+        raise ValueError("no environment has scenario files")
+    problems, env, error = min(errors, key=lambda found: found[:2])
+    raise ValueError(f"{path}: not a valid scenario of any environment; validated as {env!r}, the closest "
+                     f"({problems} problem{'s' if problems != 1 else ''}; --env to choose another):\n{error}")
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -126,8 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", choices=envs, default=aaos.DEFAULT_ENV, help=env_help)
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("validate", help="validate scenario files (default: the environment's built-in ones)")
-    p.add_argument("--env", choices=envs, default=aaos.DEFAULT_ENV, help=env_help)
+    p = sub.add_parser("validate", help="validate scenario files (default: the built-in ones)",
+                       description="Validates each file as a scenario of --env, or without it of the environment "
+                                   "whose schema it matches (each line says which). See docs/scenarios.md.")
+    p.add_argument("--env", choices=envs, default=None,
+                   help="the environment the files are scenarios of (default: read from each file)")
     p.add_argument("files", nargs="*", help="scenario JSON files")
     p.set_defaults(func=_validate)
 

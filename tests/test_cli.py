@@ -60,12 +60,14 @@ def test_an_unknown_env_is_refused_with_the_choices() -> None:
     assert f"(choose from {', '.join(map(repr, ENVS))})" in done.stderr
 
 
-def test_validate_reads_the_built_in_files_of_the_default_env() -> None:
+def test_validate_reads_the_built_in_files_of_every_env() -> None:
     done = aaos_cli("validate")
     assert done.returncode == 0, done.stdout + done.stderr
-    files = sorted(SCENARIO_DIR.glob("*.json"))
-    assert files
-    assert [line.split()[:2] for line in done.stdout.splitlines()] == [["ok", str(path)] for path in files]
+    files = [(path, env) for env in ("org", "inbox", "chief_of_staff")
+             for path in sorted((SCENARIO_DIR.parent / env).glob("*.json"))]
+    assert len(files) > 10
+    assert [line.split()[:4] for line in done.stdout.splitlines()] == [["ok", str(path), "(env", f"{env}:"]
+                                                                       for path, env in files]
 
 
 def test_validate_fails_on_a_bad_file_and_says_why(tmp_path: Path) -> None:
@@ -75,7 +77,7 @@ def test_validate_fails_on_a_bad_file_and_says_why(tmp_path: Path) -> None:
     done = aaos_cli("validate", "--env", "org", good, bad)
     assert done.returncode == 1
     first, second, *why = done.stdout.splitlines()
-    assert first.startswith(f"ok   {good} (product_launch_failure, train: ")
+    assert first.startswith(f"ok   {good} (env org: product_launch_failure, train: ")
     assert second == f"FAIL {bad}"
     assert why and all(line.startswith("     ") for line in why)
     assert any("id: Field required" in line for line in why), why
@@ -158,4 +160,5 @@ def test_validate_uses_the_kits_reader_and_says_when_there_are_no_built_in_files
         assert "environment 'toy_files' has no built-in scenario files" in capsys.readouterr().err
         assert main(["validate", "--env", "toy_files", str(good), str(bad)]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        f"ok   {good} (calm, train: A calm day)", f"FAIL {bad}", f"     {bad}: split must be 'train' or 'holdout'"]
+        f"ok   {good} (env toy_files: calm, train: A calm day)", f"FAIL {bad}",
+        f"     {bad}: split must be 'train' or 'holdout'"]

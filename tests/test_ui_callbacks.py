@@ -286,6 +286,30 @@ def test_every_environment_exports_an_action_log_numbered_as_its_trajectory(env_
     assert {row["step"] for row in rows} == {"1", "2", "3"} and len(rows) >= 3 * len(aaos.spec(env_id).roles)
 
 
+def test_an_inbox_label_set_without_opening_the_email_is_pointed_out() -> None:
+    """The inbox accepts labelling an email nobody opened (a guess from its preview, graded when it closes): the
+    card marks the label as set unread and what needs attention says to open it, until it is opened."""
+    meta = default_meta("inbox")
+    session = play.reset(None, None, "inbox", meta.task, meta.scenario, 0, "triage_agent", False)["session"]
+    email = session.observation["agent_observations"]["triage_agent"]["inbox"][0]["id"]
+    row = re.compile(rf'data-email="{email}">.*?</div>', re.S)
+    assert "labelled unread" not in row.search(session_cards(session))[0]
+    queue_raw(session, "triage_agent", json.dumps({"action_type": "classify_email",
+                                                   "payload": {"email_id": email, "category": "billing"}}))
+    out = step(session, role="triage_agent")
+    assert "category set to billing" in out["cards"]  # the last action, accepted
+    assert "labelled unread" in row.search(out["cards"])[0]
+    assert re.search(rf"{email}</code>[^<]*labelled without being opened", out["attention"])
+    queue_raw(session, "triage_agent", json.dumps({"action_type": "open_email", "payload": {"email_id": email}}))
+    out = step(session, role="triage_agent")
+    assert "labelled unread" not in row.search(out["cards"])[0] and "labelled without" not in out["attention"]
+
+
+def session_cards(session: Session) -> str:
+    return aaos.kit_of("inbox").rendering.role_card(
+        "triage_agent", session.observation["agent_observations"]["triage_agent"], None)
+
+
 def test_two_sessions_keep_separate_simulations() -> None:
     first, second = reset()["session"], reset()["session"]
     queue_raw(first, "engineer", QUERY)

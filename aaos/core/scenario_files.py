@@ -1,5 +1,9 @@
 """Scenario files, for every environment: reading one into its schema with errors that name the file and
-field, the built-in ones of an environment (scenarios/<env id>/*.json), and a scenario by id or path."""
+field, the built-in ones of an environment (scenarios/<env id>/*.json), and a scenario by id or path.
+
+A file may not take the id of a built-in scenario it differs from (results and observations would not tell them
+apart); one read as the wrong environment's is a SchemaMismatch, which the registry (aaos.envs.scenario_envs)
+answers with the environment it belongs to. docs/scenarios.md is the authoring guide."""
 
 from __future__ import annotations
 
@@ -18,15 +22,28 @@ MAX_LISTED = 5
 
 
 class ScenarioError(ValueError):
-    """A scenario file is missing, unreadable or does not match the schema."""
+    """A scenario file is missing, unreadable or does not match the schema; `problems` counts what is wrong with it
+    (the message names at most MAX_LISTED)."""
+
+    def __init__(self, message: str, problems: int = 1) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class SchemaMismatch(ScenarioError):
+    """A scenario file that is JSON but does not match the schema."""
 
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
 def read_model(path: str | Path, model: type[Model]) -> Model:
-    """A JSON file validated as `model`; ScenarioError names the file and each field that is wrong."""
-    path = Path(path)
+    """A JSON file validated as `model`; ScenarioError names the file and each field that is wrong (SchemaMismatch
+    when the JSON does not match the schema)."""
+    return _validated(Path(path), _read_json(Path(path)), model)
+
+
+def _read_json(path: Path) -> Any:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
@@ -38,12 +55,19 @@ def read_model(path: str | Path, model: type[Model]) -> Model:
     except json.JSONDecodeError as error:
         raise ScenarioError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") \
             from error
+    return data
+
+
+def _validated(path: Path, data: Any, model: type[Model]) -> Model:
     try:
         return model.model_validate(data)
     except ValidationError as error:
         lines = [f"{path}: {'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
                  for e in error.errors()[:MAX_LISTED]]
-        raise ScenarioError("\n".join(lines)) from error
+        if error.error_count() > MAX_LISTED:
+            lines.append(f"{path}: and {error.error_count() - MAX_LISTED} more")
+        raise SchemaMismatch("\n".join(lines), error.error_count()) from error
+
 
 
 class ScenarioShelf(Generic[Model]):
@@ -51,19 +75,28 @@ class ScenarioShelf(Generic[Model]):
     <id>.json), train ones listed first."""
 
     def __init__(self, env_id: str, model: type[Model]) -> None:
+        self.env_id = env_id
         self.folder = data_dir("scenarios") / env_id
         self.model = model
 
     def load(self, path: str | Path) -> Model:
-        """A scenario file, validated (ScenarioError naming the file and field)."""
-        return read_model(path, self.model)
+        """A scenario file, validated (ScenarioError naming the file and field; SchemaMismatch when it does not
+        match the schema: aaos.envs.scenario_envs finds whose it is). One that takes a built-in scenario's id and
+        differs from it is refused."""
+        scenario: Any = read_model(path, self.model)
+        twin = self.builtin.get(scenario.id)
+        if twin is not None and twin != scenario:
+            raise ScenarioError(f"{path}: id: {scenario.id!r} is the id of a built-in {self.env_id} scenario, which "
+                                "this file differs from; give the scenario an id of its own (observations and results "
+                                "name a scenario by its id)")
+        return scenario
 
     @cached_property
     def builtin(self) -> dict[str, Model]:
         """The built-in scenarios by id: train ones first, then holdout, each by id."""
         found: list[Any] = []  # scenario models all have an id and a split
         for path in sorted(self.folder.glob("*.json")):
-            scenario: Any = self.load(path)
+            scenario: Any = read_model(path, self.model)
             if scenario.id != path.stem:
                 raise ScenarioError(f"{path}: id: must equal the file name {path.stem!r}, got {scenario.id!r}")
             found.append(scenario)

@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from aaos.core.env import Environment
 from aaos.core.kit import EnvKit
 from aaos.core.policy import Policy
+from aaos.core.scenario_files import SchemaMismatch
 from aaos.core.spec import EnvSpec
 
 DEFAULT_ENV = "org"
@@ -89,10 +90,41 @@ def spec(env: str = DEFAULT_ENV) -> EnvSpec:
 
 
 def make(task: str | None = None, scenario: str | None = None, seed: int = 0, env: str = DEFAULT_ENV) -> Environment:
-    """Build an environment; task and scenario default to the environment's own defaults."""
+    """Build an environment; task and scenario default to the environment's own defaults. A scenario file of
+    another environment says which (SchemaMismatch)."""
     declared = spec(env)
-    return kit_of(env).environment(task=task or declared.default_task,
-                                   scenario=scenario or declared.default_scenario, seed=seed)
+    try:
+        return kit_of(env).environment(task=task or declared.default_task,
+                                       scenario=scenario or declared.default_scenario, seed=seed)
+    except SchemaMismatch as error:
+        hint = wrong_env(str(scenario), env)
+        if hint is None:
+            raise
+        raise SchemaMismatch(f"{hint}\n{error}", error.problems) from error
+
+
+def scenario_envs(path: str) -> list[str]:
+    """The registered environments whose scenario schema the file at `path` matches (read by their kits)."""
+    owners = []
+    for env_id in env_ids():
+        try:
+            read = kit_of(env_id).scenario_file
+            if read is not None:
+                read(path)
+        except (ImportError, OSError, TypeError, ValueError):
+            continue
+        if read is not None:
+            owners.append(env_id)
+    return owners
+
+
+def wrong_env(path: str, env: str) -> str | None:
+    """What to say of a scenario file that is not environment `env`'s but another's (None when it is no other's)."""
+    owners = [owner for owner in scenario_envs(path) if owner != env] if path.endswith(".json") else []
+    if not owners:
+        return None
+    return (f"{path}: this is a scenario of environment {' or '.join(map(repr, owners))}, not of {env!r}: pass "
+            f"env={owners[0]!r} (aaos.make(..., env=...); --env on the command line)")
 
 
 def _discover() -> None:

@@ -18,12 +18,13 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from aaos.agents import local_model
-from aaos.agents.llm import LLMConfig, Mode
+from aaos.agents.llm import LLMConfig, Mode, fallbacks, fix_hint
 from aaos.bench.report import GateResult, gate, leaderboard, write_reports
 from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
 from aaos.bench.stats import summarise
@@ -182,10 +183,44 @@ def preview(env: str, policies: list[str], tasks: list[str], scenarios: list[str
     return prose.BENCH_PLAN.format(episodes=len(jobs), count=count), "info"
 
 
+@dataclass
+class ModelCalls:
+    """The model calls of a run's finished episodes (their records' `llm` accounting): how many failed, who decided
+    the actions, and the latest failure with a fix, so that the Space can say calls are failing while it runs."""
+
+    calls: int = 0
+    failed: int = 0
+    decisions: Counter[str] = field(default_factory=Counter)
+    last_error: str | None = None
+    hint: str = ""
+
+    def add(self, llm: Mapping[str, Any] | None) -> None:
+        if not llm:
+            return
+        self.calls += llm["calls"]
+        self.failed += llm["failed_calls"]
+        self.decisions.update(llm.get("decisions", {}))
+        if llm.get("last_error"):
+            self.last_error, self.hint = llm["last_error"], fix_hint(llm.get("last_error_type"))
+
+    @property
+    def fell_back(self) -> int:
+        return fallbacks(self.decisions)
+
+    def problem(self) -> str | None:
+        """What went wrong with the calls so far (prose.BENCH_CALLS_FAILING), or None if nothing did."""
+        if not self.failed and not self.fell_back:
+            return None
+        return prose.BENCH_CALLS_FAILING.format(failed=self.failed, calls=self.calls, fell_back=self.fell_back,
+                                                 decided=sum(self.decisions.values()),
+                                                 error=(self.last_error or "no answer").rstrip(". "), hint=self.hint)
+
+
 class BenchmarkRun:
     """One benchmark in a worker thread. While it runs: `state` ("starting the local model", then "running"),
-    `finished` of `total` episodes and the `last` record; once `done` is set: `state` ("finished", "stopped" or
-    "failed"), `error`, the summary `rows` and the `failures` (records of episodes that raised)."""
+    `finished` of `total` episodes, the `last` record and the `model_calls` of the finished episodes; once `done` is
+    set: `state` ("finished", "stopped" or "failed"), `error`, the summary `rows` and the `failures` (records of
+    episodes that raised)."""
 
     def __init__(self, plan: Plan, out_dir: Path) -> None:
         self.plan = plan
@@ -194,6 +229,7 @@ class BenchmarkRun:
         self.total = len(plan.jobs())
         self.finished = 0
         self.last: dict[str, Any] | None = None
+        self.model_calls = ModelCalls()
         self.state = "starting the local model" if set(plan.policies) & set(agents.LOCAL_AGENTS) else "running"
         self.error: str | None = None
         self.rows: list[dict[str, Any]] = []
@@ -231,6 +267,7 @@ class BenchmarkRun:
         return [p for p in (self.results, self.out_dir / "leaderboard.csv") if p.exists()]
 
     def _progress(self, finished: int, _total: int, record: dict[str, Any]) -> None:
+        self.model_calls.add(record.get("llm"))
         self.finished, self.last = finished, record
 
     async def _run(self, specs: dict[str, PolicySpec]) -> None:

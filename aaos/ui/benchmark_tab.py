@@ -108,7 +108,8 @@ def _progress(run: BenchmarkRun) -> str:
         body = (f"Running… {elapsed}. Latest: {benchmark.display_name(last['policy'])}, "
                 f"{formatting.episode_name(run.plan.env, last['task'], last['scenario'])}, seed {last['seed']}: "
                 f"{score}.")
-    return formatting.bench_status(run.finished, run.total, body)
+    failing = run.model_calls.problem()
+    return formatting.bench_status(run.finished, run.total, body + (failing or ""), "warn" if failing else "info")
 
 
 def _summary(run: BenchmarkRun) -> str:
@@ -123,6 +124,9 @@ def _summary(run: BenchmarkRun) -> str:
     if run.holdout_salt and "holdout" in {row["split"] for row in run.rows}:
         body += (f" Salted holdout: drawn with a secret salt for this run alone (fingerprint {run.holdout_salt}), so "
                  "no agent can have seen its episodes.")
+    failing = run.model_calls.problem()
+    if failing:
+        body, kind = body + failing, "error" if kind == "error" else "warn"
     if run.failures:
         first = run.failures[0]
         body += (f" {len(run.failures)} episode(s) failed, the first ({benchmark.display_name(first['policy'])}, "
@@ -138,9 +142,10 @@ def _gate(run: BenchmarkRun, candidate: str) -> str:
 def _results(run: BenchmarkRun, candidate: str) -> Outputs:
     """A finished benchmark (RESULTS)."""
     ranked = benchmark.ranked(run.rows)
+    charted = [row for row in ranked if formatting.own_score(row)]  # no bar of a score the policy did not make
     files = [str(path) for path in run.files()]
     return {"bench_status": _summary(run), "leaderboard": formatting.leaderboard(ranked),
-            "bench_chart": charts.leaderboard_figure(ranked) if ranked else None, "gate": _gate(run, candidate),
+            "bench_chart": charts.leaderboard_figure(charted) if charted else None, "gate": _gate(run, candidate),
             "bench_files": gr.update(value=files or None, visible=bool(files))}
 
 

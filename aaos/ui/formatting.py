@@ -17,6 +17,7 @@ import pandas as pd
 import aaos
 from aaos.agents.llm import fallbacks
 from aaos.bench.report import GATE_MARGIN, GateResult
+from aaos.bench.stats import READS_HIDDEN_STATE
 from aaos.core.html import action_text, esc, humanize, items, payload_text, pill, text
 from aaos.core.seeding import seed_split
 from aaos.core.spec import EnvSpec, ScenarioInfo, Split
@@ -319,6 +320,17 @@ def _model_cell(cell: Callable[[Mapping[str, Any]], str]) -> Callable[[Mapping[s
     return lambda row: "—" if row["mean_call_latency_s"] is None else cell(row)
 
 
+def own_score(row: Mapping[str, Any]) -> bool:
+    """Whether a summary row's score is its policy's own: not when the row is unranked for any reason but reading
+    hidden state (an oracle's score is its own; a model whose actions were mostly fallbacks scored the fallbacks')."""
+    return not row.get("unranked") or row["unranked"] == READS_HIDDEN_STATE
+
+
+def _scored(cell: Callable[[Mapping[str, Any]], str]) -> Callable[[Mapping[str, Any]], str]:
+    """A score column's cell: "—" for a row whose score is not its policy's own (own_score)."""
+    return lambda row: cell(row) if own_score(row) else "—"
+
+
 @dataclass(frozen=True)
 class Column:
     """A leaderboard column: its title, the cell's text from a ranked summary row, and the cell's HTML from that
@@ -339,9 +351,9 @@ LEADERBOARD: tuple[Column, ...] = (
     Column("Env", _env_cell),
     Column("Split", lambda r: r.get("split_label") or r["split"], lambda t: pill(t, t.rsplit(" ", 1)[-1])),
     Column("Episodes", lambda r: str(r["episodes"])),
-    Column("Mean score", lambda r: f"{r['mean_score']:.3f}"),
-    Column("95 % CI", lambda r: f"{r['ci_low']:.3f}\u2013{r['ci_high']:.3f}"),
-    Column("Success", lambda r: _share(r["success_rate"])),
+    Column("Mean score", _scored(lambda r: f"{r['mean_score']:.3f}")),
+    Column("95 % CI", _scored(lambda r: f"{r['ci_low']:.3f}\u2013{r['ci_high']:.3f}")),
+    Column("Success", _scored(lambda r: _share(r["success_rate"]))),
     Column("Invalid actions", lambda r: f"{100 * r['invalid_action_rate']:.1f} %"),
     Column("Hard violations per episode", lambda r: f"{r['hard_violations_per_episode']:.2f}"),
     Column("Fallbacks", _model_cell(lambda r: _share(r["fallback_rate"])), model=True),

@@ -77,6 +77,9 @@ EPISODE_DONE = (" Episode over, final score {score:.3f}: the report is below. Ex
 MODEL_FAILED = ("{label} failed: it decided none of the {actions} actions of step {step} (all fell back), so the "
                 "run stopped and the step was not taken. Last error: {error}. Fix: {hint}. Then press Run again, or "
                 "Step manually.")
+BENCH_CALLS_FAILING = (" Model calls are failing: {failed} of {calls} calls failed in the finished episodes, and "
+                       "{fell_back} of {decided} actions were decided by fallbacks, not the model (an episode waits "
+                       "out each failed call's timeouts and retries). Last error: {error}. Fix: {hint}.")
 MODEL_FELL_BACK = " The model failed on {count} of the {actions} actions (they fell back): {error}. Fix: {hint}."
 QUEUE_CLEARED = "Queue cleared."
 VERDICT_TIE = "Level with the champion, which scores {champion:.3f} on the same task, scenario and seed."

@@ -74,11 +74,11 @@ class InboxEnv(Environment):
         salt = holdout_salt() if split == "holdout" else ""
         self.task, self.scenario, self.seed, self.split = task, scenario, seed, split
         self.company, self.domain, self.vip_accounts = world.company, world.domain, list(world.vip_accounts)
-        self.title = world.title
+        self.title, self.scenario_id = world.title, world.id  # a file's own id, never its path
         self.max_steps = inbox_task.spec.max_steps
         self.escalation_budget = inbox_task.escalation_budget
         self.last_wave = inbox_task.waves[-1]
-        self.emails: list[Email] = generate(world, bank(split), inbox_task,
+        self.emails: list[Email] = generate(world, world.templates or bank(split), inbox_task,
                                             rng("inbox", world.id, task, seed, split, salt))
         self.by_id = {e.id: e for e in self.emails}
         self._arriving = Counter(e.arrives for e in self.emails)  # step -> how many emails arrive then
@@ -262,7 +262,7 @@ class InboxEnv(Environment):
             "last_action_result": copy_record(self.last_result) if self.last_result is not None else None,
         }
         return {
-            "task": self.task, "scenario_id": self.scenario, "scenario_title": self.title,
+            "task": self.task, "scenario_id": self.scenario_id, "scenario_title": self.title,
             "step_count": self.step_count, "max_steps": self.max_steps, "done": self._done,
             "agent_observations": {ROLE: view}, "scenario_events": [dict(e) for e in self.events],
             "partial_scores": dict(self.components), "pending_count": len(open_rows),

@@ -14,11 +14,18 @@ from aaos.core.html import chips, esc, items, pill, section
 from aaos.envs.inbox.spec import CATEGORIES
 
 
+def labelled_unread(email: Mapping[str, Any]) -> bool:
+    """The email got a label without being opened: the inbox accepts it (a label may be a guess from the preview,
+    graded when the email closes), and the Space says so beside the label."""
+    return email.get("opened") is False and bool(email.get("category") or email.get("priority"))
+
+
 def _labels(email: Mapping[str, Any]) -> str:
     category = pill(email["category"], "label") if email.get("category") else pill("no category", "pending")
     priority = pill(email["priority"], email["priority"]) if email.get("priority") else pill("no priority",
                                                                                              "pending")
-    return f"{category} {priority}"
+    unread = f" {pill('labelled unread', 'no_effect')}" if labelled_unread(email) else ""
+    return f"{category} {priority}{unread}"
 
 
 def email_row(email: Mapping[str, Any]) -> str:
@@ -67,11 +74,16 @@ def world(observation: Mapping[str, Any]) -> str:
             + "</div>")
 
 
+def _pressing(email: Mapping[str, Any]) -> str:
+    if labelled_unread(email):
+        return "(labelled without being opened: open it to check the label)"
+    return "(labelled high, still open)" if email["priority"] == "high" else "(not read yet)"
+
+
 def attention(observation: Mapping[str, Any]) -> str:
-    """Open emails that look pressing (labelled high by the agent, or unlabelled and not yet read)."""
+    """Open emails that look pressing (labelled high by the agent, or not yet read, labelled or not)."""
     pending = [e for e in observation["inbox"] if e["status"] == "open"]
-    rows = [f"<code>{esc(e['id'])}</code> {esc(e['subject'])} "
-            + ("(labelled high, still open)" if e["priority"] == "high" else "(not read yet)")
+    rows = [f"<code>{esc(e['id'])}</code> {esc(e['subject'])} {_pressing(e)}"
             for e in pending if e["priority"] == "high" or not e["opened"]]
     return f'<div class="aaos-hints"><b>What needs attention</b>{items(rows[:8], "Nothing pressing.")}</div>'
 
