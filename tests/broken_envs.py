@@ -14,7 +14,7 @@ from typing import Any
 
 from toy_env import KIT, ToyEnv, toy_spec
 
-from aaos.core.env import JointAction, Observation, StepResult
+from aaos.core.env import Episode, JointAction, Observation, StepResult
 from aaos.core.kit import EnvKit
 from aaos.core.spec import EnvSpec
 
@@ -22,8 +22,8 @@ from aaos.core.spec import EnvSpec
 class GlobalRandomToy(ToyEnv):
     """Parcel ids drawn from the global random module: two runs in one process differ."""
 
-    def _configure(self, task: str, scenario: str, seed: int) -> None:
-        super()._configure(task, scenario, seed)
+    def _build(self, episode: Episode, parcels: int) -> None:
+        super()._build(episode, parcels)
         for parcel in self.parcels:
             parcel["id"] = f"parcel_{random.randrange(16**6):06x}"
 
@@ -31,10 +31,10 @@ class GlobalRandomToy(ToyEnv):
 class StringHashToy(ToyEnv):
     """Parcel ids from hash() of strings: stable within a process, different under another PYTHONHASHSEED."""
 
-    def _configure(self, task: str, scenario: str, seed: int) -> None:
-        super()._configure(task, scenario, seed)
+    def _build(self, episode: Episode, parcels: int) -> None:
+        super()._build(episode, parcels)
         for index, parcel in enumerate(self.parcels):
-            parcel["id"] = f"parcel_{hash((scenario, str(seed), str(index))) % 16**6:06x}"
+            parcel["id"] = f"parcel_{hash((episode.scenario, str(episode.seed), str(index))) % 16**6:06x}"
 
 
 class RaisingToy(ToyEnv):

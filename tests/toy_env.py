@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aaos.core.actions import parse_joint_action, problems, result_record
-from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.env import Environment, Episode, JointAction, Observation, StepResult
 from aaos.core.html import card as html_card
 from aaos.core.html import chips, esc, items, section
 from aaos.core.info import ObservationHead
@@ -80,30 +80,22 @@ class ToyEnv(Environment):
     describe = staticmethod(toy_spec)
     """Builds the spec (tests/bare_env.py plays the same world under another id)."""
 
-    def __init__(self, task: str = "ship_all", scenario: str = "standard", seed: int = 0) -> None:
-        self.spec = self.describe()
-        self._configure(task, scenario, seed)
-
-    def _configure(self, task: str, scenario: str, seed: int) -> None:
-        self.spec.task(task)
+    def _scenario(self, scenario: str) -> int:
+        """How many parcels the scenario brings."""
         if scenario not in PARCELS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(PARCELS)}")
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self.task, self.scenario, self.seed = task, scenario, seed
-        draw = rng("toy", scenario, seed)
+        return PARCELS[scenario]
+
+    def _build(self, episode: Episode, parcels: int) -> None:
+        draw = rng("toy", episode.scenario, episode.seed)
         self.parcels = [{"id": f"parcel_{draw.randrange(16**6):06x}", "faulty": draw.random() < FAULT_RATE,
-                         "arrives": i, "inspected": False, "status": "waiting"} for i in range(PARCELS[scenario])]
+                         "arrives": i, "inspected": False, "status": "waiting"} for i in range(parcels)]
         self.step_count = 0
         self.max_steps = self.spec.tasks[0].max_steps
         self.penalty = 0.0
         self.results: dict[str, dict[str, Any] | None] = dict.fromkeys(ROLES)
         self.ledger = RewardLedger()
         self.components = self._grade()
-
-    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
-        self._configure(task or self.task, scenario or self.scenario, self.seed if seed is None else seed)
-        return self.observation()
 
     @property
     def done(self) -> bool:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from aaos.core.actions import parse_joint_action, problems
 from aaos.core.info import OBSERVATION_KEYS, shape_problems
@@ -58,15 +58,84 @@ class ContractError(RuntimeError):
     """An environment returned a step info that breaks the contract of aaos.core.info (a bug in the environment)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """The episode an environment plays (or builds at its next reset): its task, scenario and seed, each checked."""
+
+    task: str
+    scenario: str
+    seed: int
+
+
 class Environment(ABC):
     """reset / step / state / legal_actions over a spec. Subclasses hold their world as plain data and
-    implement `_step`; `step` refuses a finished episode and checks the shape of every info returned."""
+    implement `_scenario`, `_build` and `_step`; `step` refuses a finished episode and checks the shape of every info
+    returned.
 
+    Constructing one chooses its first episode (task, scenario and seed, checked: a bad one is refused at once) and
+    builds nothing; reset() builds the world, so aaos.make(...) followed by reset() builds it once. The seed enters
+    through the constructor (aaos.make) or reset(seed=...), nowhere else. An environment read before its first
+    reset builds the chosen episode then (see __getattr__)."""
+
+    describe: ClassVar[Callable[[], EnvSpec]]
+    """Builds the environment's spec (a staticmethod of the subclass)."""
     spec: EnvSpec
+    episode: Episode
+
+    def __init__(self, task: str | None = None, scenario: str | None = None, seed: int = 0) -> None:
+        self.spec = self.describe()
+        self._pending: tuple[Episode, Any] | None = self._choose(task or self.spec.default_task,
+                                                                 scenario or self.spec.default_scenario, seed)
+        self.episode = self._pending[0]
+
+    @property
+    def task(self) -> str:
+        return self.episode.task
+
+    @property
+    def scenario(self) -> str:
+        return self.episode.scenario
+
+    @property
+    def seed(self) -> int:
+        return self.episode.seed
+
+    def _choose(self, task: str, scenario: str, seed: int) -> tuple[Episode, Any]:
+        """The episode, checked, and its scenario's definition; a ValueError saying what to fix changes nothing."""
+        self.spec.task(task)  # raises a clear error for an unknown task
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        return Episode(task, scenario, seed), self._scenario(scenario)
 
     @abstractmethod
+    def _scenario(self, scenario: str) -> Any:
+        """The scenario's definition, what _build reads (a ValueError naming the choices for an unknown one)."""
+
+    @abstractmethod
+    def _build(self, episode: Episode, definition: Any) -> None:
+        """Build the world of an episode whose choices are checked (reset's work)."""
+
     def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
-        """Start a new episode (optionally with another task, scenario or seed); return the first observation."""
+        """Start a new episode (optionally with another task, scenario or seed); return the first observation. What
+        is left out stays as the last episode (or the constructor) chose it."""
+        if self._pending is not None and task is None and scenario is None and seed is None:
+            episode, definition = self._pending  # the constructor's choice, checked already
+        else:
+            episode, definition = self._choose(task or self.episode.task, scenario or self.episode.scenario,
+                                               self.episode.seed if seed is None else seed)
+        self._pending = None
+        self.episode = episode
+        self._build(episode, definition)
+        return self.observation()
+
+    def __getattr__(self, name: str) -> Any:
+        """Python asks this only for an attribute that is not set. Before the first reset those are the world's: the
+        episode the constructor chose is built then, once, so an environment read before it is reset (its state,
+        its legal actions) answers as if reset. Any other missing attribute is an AttributeError."""
+        if name.startswith("__") or self.__dict__.get("_pending") is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.reset()
+        return getattr(self, name)
 
     @property
     @abstractmethod

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
-from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.env import Environment, Episode, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec, Identity, assemble_spec
 from aaos.envs.chief_of_staff import observe
 from aaos.envs.chief_of_staff import world as dynamics
 from aaos.envs.chief_of_staff.graders import grade, public_grade
-from aaos.envs.chief_of_staff.scenario import builtin_scenarios, draw_plan, resolve_scenario
+from aaos.envs.chief_of_staff.scenario import Scenario, builtin_scenarios, draw_plan, resolve_scenario
 from aaos.envs.chief_of_staff.spec import ACTIONS, REWARD_COMPONENTS, REWARD_WEIGHTS, ROLE, ROLES, TASKS, TASKS_BY_ID
 from aaos.envs.chief_of_staff.world import World, build_world
 
@@ -33,27 +33,20 @@ def cos_spec() -> EnvSpec:
 class ChiefOfStaffEnv(Environment):
     """Build it with aaos.make(task, scenario=..., seed=..., env="chief_of_staff")."""
 
-    def __init__(self, task: str = DEFAULT_TASK, scenario: str = "", seed: int = 0) -> None:
-        self.spec = cos_spec()
-        self._configure(task, scenario or self.spec.default_scenario, seed)
+    describe = staticmethod(cos_spec)
 
-    def _configure(self, task: str, scenario: str, seed: int) -> None:
-        self.spec.task(task)
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        definition = resolve_scenario(scenario)
-        self.task, self.scenario, self.seed = task, scenario, seed
+    def _scenario(self, scenario: str) -> Scenario:
+        return resolve_scenario(scenario)
+
+    def _build(self, episode: Episode, definition: Scenario) -> None:
+        cos_task = TASKS_BY_ID[episode.task]
         self._scenario_id, self._title = definition.id, definition.title
-        self.world: World = build_world(draw_plan(definition, TASKS_BY_ID[task], seed), TASKS_BY_ID[task])
+        self.world: World = build_world(draw_plan(definition, cos_task, episode.seed), cos_task)
         self._ledger = RewardLedger()
         self._last: dict[str, Any] | None = None
         self._components = grade(self.world)
         self._score = composite(self._components, REWARD_WEIGHTS, self.world.penalty)
         self._observation: Observation | None = None
-
-    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
-        self._configure(task or self.task, scenario or self.scenario, self.seed if seed is None else seed)
-        return self.observation()
 
     @property
     def done(self) -> bool:

@@ -13,13 +13,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
-from aaos.core.env import Environment, JointAction, Observation, StepResult
+from aaos.core.env import Environment, Episode, JointAction, Observation, StepResult
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.seeding import holdout_salt, rng, seed_split
 from aaos.core.spec import EnvSpec, Identity, Split, assemble_spec
 from aaos.envs.inbox import observe
 from aaos.envs.inbox.graders import Tally
-from aaos.envs.inbox.scenario import bank, builtin_scenarios, resolve_scenario
+from aaos.envs.inbox.scenario import Scenario, bank, builtin_scenarios, resolve_scenario
 from aaos.envs.inbox.spec import (
     ACTIONS,
     CLOSING_ACTIONS,
@@ -60,19 +60,17 @@ def inbox_spec() -> EnvSpec:
 class InboxEnv(Environment):
     """The Support Inbox. Build it with aaos.make(task, scenario=..., seed=..., env="inbox")."""
 
-    def __init__(self, task: str = DEFAULT_TASK, scenario: str = DEFAULT_SCENARIO, seed: int = 0) -> None:
-        self.spec = inbox_spec()
-        self._configure(task, scenario, seed)
+    describe = staticmethod(inbox_spec)
 
-    def _configure(self, task: str, scenario: str, seed: int) -> None:
-        self.spec.task(task)  # raises a clear error for an unknown task
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        world = resolve_scenario(scenario)
+    def _scenario(self, scenario: str) -> Scenario:
+        return resolve_scenario(scenario)
+
+    def _build(self, episode: Episode, world: Scenario) -> None:
+        task, seed = episode.task, episode.seed
         inbox_task = TASKS_BY_ID[task]
         split: Split = "holdout" if world.split == "holdout" or seed_split(seed) == "holdout" else "train"
         salt = holdout_salt() if split == "holdout" else ""
-        self.task, self.scenario, self.seed, self.split = task, scenario, seed, split
+        self.split = split
         self.company, self.domain, self.vip_accounts = world.company, world.domain, list(world.vip_accounts)
         self.title, self.scenario_id = world.title, world.id  # a file's own id, never its path
         self.max_steps = inbox_task.spec.max_steps
@@ -96,10 +94,6 @@ class InboxEnv(Environment):
         self._done = self._finished()
         self.components = self._tally.components()
         self.score = composite(self.components, WEIGHTS, self.penalty)
-
-    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
-        self._configure(task or self.task, scenario or self.scenario, self.seed if seed is None else seed)
-        return self.observation()
 
     @property
     def done(self) -> bool:

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from aaos.core.actions import copy_record, parse_joint_action, problems, result_record
-from aaos.core.env import Environment, JointAction, Observation, StepResult, seen_by
+from aaos.core.env import Environment, Episode, JointAction, Observation, StepResult, seen_by
 from aaos.core.reward import RewardLedger, composite
 from aaos.core.spec import EnvSpec, Identity, assemble_spec
 from aaos.envs.org import dynamics, observe, oversight
 from aaos.envs.org.graders import grade
-from aaos.envs.org.scenario import builtin_scenarios, draw_variant, resolve_scenario
+from aaos.envs.org.scenario import Scenario, builtin_scenarios, draw_variant, resolve_scenario
 from aaos.envs.org.spec import (
     ACTIONS,
     INTERRUPTS_WORK,
@@ -57,34 +57,27 @@ def is_done(world: World) -> bool:
 class OrgEnv(Environment):
     """The organisation environment. Build it with aaos.make(task, scenario=..., seed=...)."""
 
-    def __init__(self, task: str = DEFAULT_TASK, scenario: str = DEFAULT_SCENARIO, seed: int = 0) -> None:
-        self.spec = org_spec()
-        self._allowed = {role: self.spec.allowed_actions(role) for role in ROLES}
-        self._task = task
-        self._scenario = scenario
-        self._seed = seed
-        self._configure(task, scenario, seed)
+    describe = staticmethod(org_spec)
 
-    def _configure(self, task: str, scenario: str, seed: int) -> None:
-        self.spec.task(task)  # raises a clear error for an unknown task
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        org_task = TASKS_BY_ID[task]
-        variant = draw_variant(resolve_scenario(scenario), seed)
-        self._task, self._scenario, self._seed = task, scenario, seed
+    def __init__(self, task: str | None = None, scenario: str | None = None, seed: int = 0) -> None:
+        super().__init__(task, scenario, seed)
+        self._allowed = {role: self.spec.allowed_actions(role) for role in ROLES}
+
+    def _scenario(self, scenario: str) -> Scenario:
+        return resolve_scenario(scenario)
+
+    def _build(self, episode: Episode, definition: Scenario) -> None:
+        org_task = TASKS_BY_ID[episode.task]
+        variant = draw_variant(definition, episode.seed)
         self._assignment_weight = org_task.assignment_weight
         self._hint = org_task.hint
-        self.world: World = build_world(variant, task, seed, org_task.spec.max_steps)
+        self.world: World = build_world(variant, episode.task, episode.seed, org_task.spec.max_steps)
         self._ledger = RewardLedger()
         self._last_results: dict[str, dict[str, Any]] = {}
         dynamics.start(self.world)
         self._components, self._public = grade(self.world, self._assignment_weight)
         self._score = composite(self._components, REWARD_WEIGHTS, self.world.penalty)
         self._observation: Observation | None = None
-
-    def reset(self, task: str | None = None, scenario: str | None = None, seed: int | None = None) -> Observation:
-        self._configure(task or self._task, scenario or self._scenario, self._seed if seed is None else seed)
-        return self.observation()
 
     def observation(self) -> Observation:
         if self._observation is None:
@@ -190,5 +183,5 @@ class OrgEnv(Environment):
         data["components"] = dict(self._components)
         data["penalty"] = self.world.penalty
         data["held_reward"] = self._ledger.held
-        data["scenario_name"] = self._scenario
+        data["scenario_name"] = self.scenario
         return data
