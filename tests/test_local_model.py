@@ -21,7 +21,7 @@ from aaos.agents import local_model
 from aaos.agents.llm import LLMPolicy
 from aaos.agents.local_model import MODEL_NAME, missing, shared_server
 from aaos.policies import LOCAL_UNTRAINED
-from aaos.ui import benchmark
+from aaos.ui import agents, benchmark
 
 MAX_STEPS = next(t["max_steps"] for t in aaos.list_tasks() if t["id"] == "org_simulation")
 
@@ -146,7 +146,8 @@ def test_the_spaces_local_agent_plays_when_port_is_set(monkeypatch: pytest.Monke
             session = reset(task="org_simulation")["session"]
             last = steps(session, others="agent", agent="local-untrained")[-1]
             assert "could not start" not in last["message"] and session.step_count == 1, last["message"]
-            assert set(session.records[-1]["decided_by"].values()) == {MODEL_NAME}
+            # the agent as the Space names it (the untrained model, not the fine-tuned one), for every role
+            assert set(session.records[-1]["decided_by"].values()) == {agents.label("local-untrained")}
         finally:
             for server in servers.values():
                 server.stop()
