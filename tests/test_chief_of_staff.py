@@ -237,4 +237,5 @@ def test_rendering_shows_calendar_queue_trust_and_the_revealed_drifts() -> None:
     while not env.done:
         env.step({})
     report = KIT.rendering.report(env.state())
-    assert "Rubric" in report and env.state()["drifts"][0]["value"] in report
+    assert "Drift markers revealed" in report and env.state()["drifts"][0]["value"] in report  # the rubric: the
+    # page's "How the score adds up" (aaos.ui.formatting.score_arithmetic) above this body

@@ -311,14 +311,14 @@ def test_every_step_honours_the_contracts_and_the_wire_models() -> None:
     json.dumps(env.state())
 
 
-def test_the_grade_report_shows_components_confusion_missed_urgent_and_violations() -> None:
+def test_the_grade_report_shows_outcomes_confusion_missed_urgent_and_violations() -> None:
     env = make("medium")  # emails arrive in waves: one still to come carries hostile text below
     urgent = first(env, true_priority="high")
     act(env, "classify_email", email_id=urgent.id, category="spam")
     act(env, "ignore_email", email_id=urgent.id)
     report = KIT.rendering.report(env.state())
-    for part in ("Grade Report", "Classification", "Urgent handling", "Categories", "Missed urgent emails",
-                 "ignored_urgent", urgent.id):
+    for part in ("Outcome", "Categories", "Missed urgent emails", "ignored_urgent", urgent.id):  # the components:
+        # the page's "How the score adds up" (aaos.ui.formatting.score_arithmetic) above this body
         assert part in report
     late = next(e for e in env.emails if e.arrives > env.step_count)
     late.subject = "<script>alert(1)</script>"
