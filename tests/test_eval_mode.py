@@ -1,14 +1,18 @@
 """Evaluation mode (issue 34, item 6): a server started with --eval hides the ground truth on every surface and
 draws a secret holdout salt at start, which re-draws every holdout variant its sessions play (train variants
 ignore it). The salt is never answered, logged or put in the process's environment; GET /evaluation gives its
-fingerprint. Nothing a client sends turns it off."""
+fingerprint. Nothing a client sends turns it off. `aaos bench --remote URL` plays its episodes there, recording the
+server's salt."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +20,9 @@ import pytest
 from websockets.sync.client import connect
 
 import aaos
+from aaos.bench.remote import Remote, RemoteEpisode
+from aaos.bench.runner import read_records
+from aaos.cli import main
 from aaos.core.seeding import HOLDOUT_SALT_ENV, HOLDOUT_SEED_START, salt_fingerprint, salted
 from aaos.server import evaluation
 from aaos.server.app import create_app
@@ -105,3 +112,54 @@ def test_evaluation_cannot_be_configured_without_hiding_the_state(monkeypatch: p
 def test_a_salt_must_not_be_empty() -> None:
     with pytest.raises(ValueError, match="must not be empty"), salted(""):
         pass
+
+
+def _bench(url: str | None, out: Path, *extra: str) -> list[dict[str, Any]]:
+    remote = ["--remote", url] if url else []
+    assert main(["bench", *remote, "--env", "org", "--task", "org_simulation", "--scenario", "product_launch_failure",
+                 "--policy", "heuristic", "--policy", "random", "--episodes", "1", "--out", str(out), *extra]) == 0
+    return read_records(out / "results.jsonl")
+
+
+def test_aaos_bench_against_an_evaluation_server_plays_its_salted_holdout(
+        eval_server: BackgroundServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    remote = _bench(eval_server.url, tmp_path / "remote")
+    fingerprint = salt_fingerprint(SECRET)
+    assert {(r["split"], r["split_label"], r["holdout_salt"]) for r in remote} == {
+        ("train", "train", fingerprint), ("holdout", "salted holdout", fingerprint)}
+    assert f"salted holdout, the server's salt's fingerprint {fingerprint}" in capsys.readouterr().out
+    with salted(SECRET):  # the same episodes in process, drawn with the server's salt
+        local = _bench(None, tmp_path / "local")
+    def scores(records: list[dict[str, Any]]) -> dict[tuple[str, int], tuple[float, int]]:
+        return {(r["policy"], r["seed"]): (r["score"], r["invalid_actions"]) for r in records}
+    assert scores(remote) == scores(local) and len(remote) == 4
+    public = _bench(None, tmp_path / "public")
+    assert scores(public) != scores(remote)  # the public holdout is another one
+
+
+@pytest.mark.parametrize(("extra", "words"), [(("--policy", "oracle"), "policy 'oracle'"),
+                                              (("--trajectories",), "--trajectories")])
+def test_what_cannot_be_played_on_a_server_is_refused_before_any_episode(
+        eval_server: BackgroundServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],
+        words: str) -> None:
+    assert main(["bench", "--remote", eval_server.url, "--task", "org_simulation", "--episodes", "1",
+                 "--out", str(tmp_path), *extra]) == 2
+    assert re.search(f"--remote: cannot play .*{re.escape(words)}", capsys.readouterr().err)
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_an_action_the_server_refuses_is_a_rejected_no_op_and_the_step_is_taken(eval_server: BackgroundServer) -> None:
+    async def one_step() -> Any:
+        async with httpx.AsyncClient(timeout=30) as client:
+            episode = RemoteEpisode(Remote(eval_server.url, None), "org", client)
+            await episode.reset("org_simulation", "product_launch_failure", 3)
+            result = await episode.step({"engineer": {"action_type": "resolve_incident",
+                                                      "payload": {"incident_id": "inc_nope"}},
+                                         "oversight": {"action_type": "approve_resource", "payload": {}}})
+            await episode.close()
+            return result
+    result = asyncio.run(one_step())
+    assert result.info["step"] == 1 and not result.done
+    for role, words in (("engineer", "inc_nope"), ("oversight", "approve_resource")):
+        refused = result.info["action_results"][role]
+        assert refused["status"] == "rejected" and words in refused["message"], refused

@@ -12,11 +12,12 @@ from typing import Any
 import aaos
 from aaos.agents.llm import MODES
 from aaos.bench import ray_backend
+from aaos.bench.remote import Remote
 from aaos.bench.report import gate, write_reports
-from aaos.bench.runner import plan_jobs, read_records, run, salt_mismatch
+from aaos.bench.runner import plan_jobs, read_records, run, run_fingerprint, salt_mismatch
 from aaos.bench.stats import summarise
 from aaos.core.extras import require
-from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
+from aaos.core.seeding import HOLDOUT_SALT_ENV, split_label
 from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
 
 
@@ -48,6 +49,11 @@ def add_parser(sub: Any) -> None:
                    help=f"the secret salt that re-draws every holdout variant, for this run (default: "
                         f"${HOLDOUT_SALT_ENV}, which keeps it off the command line); never written: each record "
                         "carries only its fingerprint, holdout_salt. Train variants ignore it")
+    p.add_argument("--remote", metavar="URL",
+                   help="play every episode on the AAOS server at URL (e.g. one started with `aaos serve --eval`: "
+                        "the state hidden, the holdout drawn from its secret salt, whose fingerprint the records "
+                        "carry) instead of in this process; not with --ray, --trajectories, --holdout-salt, scenario "
+                        "files or policies that read the environment (oracle, guarded)")
     p.add_argument("--split", choices=("train", "holdout", "both"), default="both")
     p.add_argument("--episodes", type=int, default=3, help="seeds per split for each task and scenario")
     p.add_argument("--concurrency", type=int, default=8,
@@ -110,6 +116,24 @@ def scenario_files(folder: Path, env: str = aaos.DEFAULT_ENV) -> list[str]:
     return [str(path) for path in paths]
 
 
+REMOTE_REFUSED = ("oracle", "guarded")
+"""Policy kinds that read the environment itself (its ground truth, or copies for lookahead): not on a server."""
+
+
+def _remote(args: argparse.Namespace, specs: dict[str, PolicySpec], scenarios: list[str]) -> Remote | None:
+    """The server --remote names, checked, or None; ValueError for what cannot be played on it."""
+    if not args.remote:
+        return None
+    refused = [f"--{flag}" for flag, given in (("ray", args.ray), ("trajectories", args.trajectories),
+                                                ("holdout-salt", args.holdout_salt is not None)) if given]
+    refused += [f"policy {s.name!r} ({s.kind} reads the environment)" for s in specs.values()
+                if s.kind in REMOTE_REFUSED]
+    refused += [f"scenario file {path}" for path in scenarios if path.endswith(".json")]
+    if refused:
+        raise ValueError(f"--remote: cannot play {', '.join(refused)} on a server")
+    return Remote.connect(args.remote, [args.env])
+
+
 def main(args: argparse.Namespace) -> int:
     """`aaos bench`; with --holdout-salt, the salt is in force (in this process's environment) for the run only."""
     if args.holdout_salt is None:
@@ -141,7 +165,8 @@ def _bench(args: argparse.Namespace) -> int:
     scenarios = scenarios or [s["id"] for s in aaos.list_scenarios(env=args.env)]
     splits = ("train", "holdout") if args.split == "both" else (args.split,)
     jobs = plan_jobs(list(specs), tasks, scenarios, args.episodes, splits, args.env)
-    fingerprint = salt_fingerprint()
+    remote = _remote(args, specs, scenarios)
+    fingerprint = run_fingerprint(remote)
     results = args.out / "results.jsonl"
     other_salts = sorted({str(r.get("holdout_salt")) for r in read_records(results) if salt_mismatch(r, fingerprint)})
     if other_salts:
@@ -158,7 +183,7 @@ def _bench(args: argparse.Namespace) -> int:
             records = ray_backend.run_jobs_on_ray(jobs, specs, results, args.ray, args.concurrency, progress,
                                                   trajectories)
         else:
-            records = run(jobs, specs, results, args.concurrency, progress, trajectories)
+            records = run(jobs, specs, results, args.concurrency, progress, trajectories, remote)
     stray = [r for r in records if r.get("error") is None and salt_mismatch(r, fingerprint)]
     if stray:
         raise ValueError(f"{len(stray)} holdout episode(s) were played under another holdout salt (fingerprint "
@@ -179,7 +204,10 @@ def _bench(args: argparse.Namespace) -> int:
         result = gate(rows, candidate)
         (args.out / "gate.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         print(f"gate: {result.verdict}: " + "; ".join(result.reasons))
-    if fingerprint is not None:
+    if remote is not None:
+        print(f"played on {remote.url}: {split_label('holdout', fingerprint)}"
+              + (f", the server's salt's fingerprint {fingerprint}" if fingerprint else ""))
+    elif fingerprint is not None:
         print(f"holdout salt in force: fingerprint {fingerprint} (the records' holdout_salt)")
     print("written: " + ", ".join(str(p) for p in paths.values()))
     if hub is not None:

@@ -22,13 +22,16 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import aaos
+from aaos.bench.remote import TIMEOUT_S, Remote, RemoteEpisode
 from aaos.bench.stats import SUCCESS_THRESHOLD
+from aaos.core.env import StepResult
+from aaos.core.extras import require
 from aaos.core.info import HARD_SEVERITIES
 from aaos.core.policy import Policy
 from aaos.core.seeding import salt_fingerprint, seed_split, split_label, split_seeds
@@ -114,18 +117,20 @@ def episode_split(job: Job) -> Split:
     return "holdout" if holdout else "train"
 
 
-async def run_episode(job: Job, policy: Policy,
-                      trajectory: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+async def run_episode(job: Job, policy: Policy, trajectory: list[dict[str, Any]] | None = None,
+                      remote: Remote | None = None) -> dict[str, Any]:
     """Play one episode; the record holds the score, its breakdown, validity counts and model accounting.
-    When `trajectory` is a list, the episode's per-step trajectory records are appended to it."""
+    When `trajectory` is a list, the episode's per-step trajectory records are appended to it. With `remote`, the
+    episode is played on that server (aaos.bench.remote), its holdout salt the server's."""
+    if remote is not None:
+        return await _remote_episode(job, policy, remote)
     started = time.perf_counter()
     salt = salt_fingerprint()  # of the salt the variant is drawn with, read as the environment is built
     env = aaos.make(job.task, scenario=job.scenario, seed=job.seed, env=job.env)
     policy.reset(job.seed)
     observation = env.reset()
     policy.bind(env)
-    rewards: list[float] = []
-    actions = invalid = hard = 0
+    tally = _Tally()
     while True:
         joint = await policy.act_async(observation)
         result = env.step(joint)
@@ -134,14 +139,52 @@ async def run_episode(job: Job, policy: Policy,
             trajectory.append(step_record(env.spec, meta, len(trajectory) + 1, joint, result, env.state(),
                                           observation))
         observation = result.observation
-        rewards.append(result.reward)
-        for outcome in result.info["action_results"].values():
-            if outcome["action_type"] != "no_op":
-                actions += 1
-                invalid += outcome["status"] == "rejected"
-        hard += sum(e["severity"] in HARD_SEVERITIES for e in result.info["oversight_events"])
+        tally.add(result)
         if result.done:
             break
+    return _record(job, policy, salt, result, tally, started)
+
+
+async def _remote_episode(job: Job, policy: Policy, remote: Remote) -> dict[str, Any]:
+    started = time.perf_counter()
+    async with require("httpx", "bench").AsyncClient(timeout=TIMEOUT_S) as client:
+        episode = RemoteEpisode(remote, job.env, client)
+        policy.reset(job.seed)
+        observation = await episode.reset(job.task, job.scenario, job.seed)
+        tally = _Tally()
+        try:
+            while True:
+                result = await episode.step(await policy.act_async(observation))
+                observation = result.observation or {}
+                tally.add(result)
+                if result.done:
+                    break
+        finally:
+            await episode.close()
+    return _record(job, policy, remote.holdout_salt, result, tally, started)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """An episode's rewards, actions other than no_op, the rejected ones among them and hard violations."""
+
+    rewards: list[float] = field(default_factory=list)
+    actions: int = 0
+    invalid: int = 0
+    hard: int = 0
+
+    def add(self, result: StepResult) -> None:
+        self.rewards.append(result.reward)
+        for outcome in result.info["action_results"].values():
+            if outcome["action_type"] != "no_op":
+                self.actions += 1
+                self.invalid += outcome["status"] == "rejected"
+        self.hard += sum(e["severity"] in HARD_SEVERITIES for e in result.info["oversight_events"])
+
+
+def _record(job: Job, policy: Policy, salt: str | None, result: StepResult, tally: _Tally, started: float
+            ) -> dict[str, Any]:
+    """An episode's record from its last step result and its tally."""
     breakdown = result.info["reward_breakdown"]
     stats = getattr(policy, "stats", None)
     return {
@@ -152,12 +195,12 @@ async def run_episode(job: Job, policy: Policy,
         "score": result.info["score"],
         "success": result.info["score"] >= SUCCESS_THRESHOLD,
         "steps": result.info["step"],
-        "return": sum(rewards),
+        "return": sum(tally.rewards),
         "components": breakdown["components"],
         "penalty": breakdown["penalty"],
-        "actions": actions,
-        "invalid_actions": invalid,
-        "hard_violations": hard,
+        "actions": tally.actions,
+        "invalid_actions": tally.invalid,
+        "hard_violations": tally.hard,
         "llm": stats.to_dict() if stats is not None else None,
         "reads_hidden_state": policy.reads_hidden_state,
         "wall_s": time.perf_counter() - started,
@@ -185,7 +228,7 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.fsync(handle.fileno())
 
 
-def error_record(job: Job, error: BaseException) -> dict[str, Any]:
+def error_record(job: Job, error: BaseException, remote: Remote | None = None) -> dict[str, Any]:
     """The record of an episode that raised: the job, its split, the salt fingerprint and `error`
     ("Type: message"), no score."""
     try:
@@ -196,7 +239,7 @@ def error_record(job: Job, error: BaseException) -> dict[str, Any]:
         played = versions(job.env)
     except Exception:  # an environment that cannot be loaded: the error below says why
         played = {"env_version": None, "reward_version": None}
-    salt = salt_fingerprint()
+    salt = run_fingerprint(remote)
     return {"version": RECORD_VERSION, **asdict(job), **played, "split": split, "holdout_salt": salt,
             "split_label": split_label(split, salt), "error": f"{type(error).__name__}: {error}"}
 
@@ -216,15 +259,17 @@ def salt_mismatch(record: dict[str, Any], fingerprint: str | None) -> bool:
 
 
 async def play(job: Job, spec: PolicySpec, call_limit: asyncio.Semaphore | None = None,
-               with_steps: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+               with_steps: bool = False, remote: Remote | None = None
+               ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """One job with a fresh policy built from `spec`: its record (an error record when the episode raises: a
-    failure is recorded, never fatal to the run) and, `with_steps`, its trajectory records (None on error)."""
+    failure is recorded, never fatal to the run) and, `with_steps`, its trajectory records (None on error). With
+    `remote`, played on that server."""
     policy = build_policy(spec, job.env, job.seed, call_limit)
     steps: list[dict[str, Any]] | None = [] if with_steps else None
     try:
-        return await run_episode(job, policy, steps), steps
+        return await run_episode(job, policy, steps, remote), steps
     except Exception as error:
-        return error_record(job, error), None
+        return error_record(job, error, remote), None
     finally:
         await policy.aclose()
 
@@ -240,11 +285,12 @@ class Ledger:
     new episodes from starting."""
 
     def __init__(self, jobs: list[Job], out: Path, trajectories: Path | None = None,
-                 progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> None:
+                 progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
+                 remote: Remote | None = None) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         self.jobs, self.out, self.trajectories = jobs, out, trajectories
         self.progress, self.should_stop = progress, should_stop
-        fingerprint = salt_fingerprint()
+        fingerprint = run_fingerprint(remote)
         self.done = {_key(r): r for r in read_records(out)
                      if r.get("error") is None and not salt_mismatch(r, fingerprint) and current_versions(r)}
         self.pending = [job for job in jobs if job.key not in self.done]
@@ -271,19 +317,21 @@ class Ledger:
 
 async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
                    progress: Progress | None = None, trajectories: Path | None = None,
-                   should_stop: Callable[[], bool] | None = None) -> list[dict[str, Any]]:
+                   should_stop: Callable[[], bool] | None = None, remote: Remote | None = None
+                   ) -> list[dict[str, Any]]:
     """Run the jobs not yet in `out`, at most `concurrency` episodes and model calls at once; returns all
     records of these jobs (earlier ones included). With `trajectories`, every episode's per-step trajectory
     records (aaos.core.trajectory, with observations) are appended there before its result record. Once
-    `should_stop()` is True no episode starts; those running finish and are recorded."""
-    ledger = Ledger(jobs, out, trajectories, progress, should_stop)
+    `should_stop()` is True no episode starts; those running finish and are recorded. With `remote`, the
+    episodes are played on that server (aaos.bench.remote)."""
+    ledger = Ledger(jobs, out, trajectories, progress, should_stop, remote)
     episodes = asyncio.Semaphore(concurrency)
     calls = asyncio.Semaphore(concurrency)
 
     async def one(job: Job) -> None:
         async with episodes:
             if not ledger.stopping():
-                record, steps = await play(job, specs[job.policy], calls, trajectories is not None)
+                record, steps = await play(job, specs[job.policy], calls, trajectories is not None, remote)
                 ledger.add(job, record, steps)
 
     await asyncio.gather(*(one(job) for job in ledger.pending))
@@ -295,6 +343,12 @@ def _key(record: dict[str, Any]) -> str:
 
 
 def run(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
-        progress: Progress | None = None, trajectories: Path | None = None) -> list[dict[str, Any]]:
+        progress: Progress | None = None, trajectories: Path | None = None, remote: Remote | None = None
+        ) -> list[dict[str, Any]]:
     """Synchronous entry to run_jobs."""
-    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress, trajectories))
+    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress, trajectories, remote=remote))
+
+
+def run_fingerprint(remote: Remote | None) -> str | None:
+    """The fingerprint of the holdout salt a run's episodes are drawn with: the server's, or the one in force."""
+    return remote.holdout_salt if remote is not None else salt_fingerprint()
