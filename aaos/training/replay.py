@@ -77,7 +77,10 @@ def first_difference(recorded: Any, replayed: Any, path: str) -> tuple[str, Any,
 
 
 def _divergences(record: Record, replayed: Record) -> tuple[Divergence, ...]:
-    fields = [*record, *(k for k in replayed if k not in record and k != "observation")]
+    """Where the record differs from the replay in a field the replay rebuilds (aaos.core.trajectory.step_record's;
+    the observation only where the record keeps one); a writer's own notes, such as the Space's decided_by, are not
+    the environment's to rebuild."""
+    fields = [name for name in replayed if name != "observation" or name in record]
     found = []
     for name in fields:
         difference = first_difference(record.get(name), replayed.get(name), name)
