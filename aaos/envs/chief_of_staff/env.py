@@ -35,8 +35,7 @@ class ChiefOfStaffEnv(Environment):
 
     describe = staticmethod(cos_spec)
 
-    def _scenario(self, scenario: str) -> Scenario:
-        return resolve_scenario(scenario)
+    _scenario = staticmethod(resolve_scenario)
 
     def _build(self, episode: Episode, definition: Scenario) -> None:
         cos_task = TASKS_BY_ID[episode.task]

@@ -62,8 +62,7 @@ class InboxEnv(Environment):
 
     describe = staticmethod(inbox_spec)
 
-    def _scenario(self, scenario: str) -> Scenario:
-        return resolve_scenario(scenario)
+    _scenario = staticmethod(resolve_scenario)
 
     def _build(self, episode: Episode, world: Scenario) -> None:
         task, seed = episode.task, episode.seed

@@ -63,8 +63,7 @@ class OrgEnv(Environment):
         super().__init__(task, scenario, seed)
         self._allowed = {role: self.spec.allowed_actions(role) for role in ROLES}
 
-    def _scenario(self, scenario: str) -> Scenario:
-        return resolve_scenario(scenario)
+    _scenario = staticmethod(resolve_scenario)
 
     def _build(self, episode: Episode, definition: Scenario) -> None:
         org_task = TASKS_BY_ID[episode.task]
