@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from aaos.agents.local_model import gguf_path, missing
-from aaos.training.gguf_lora import write_gguf_lora
 
 pytestmark = [
     pytest.mark.local_model,
@@ -29,8 +28,10 @@ pytestmark = [
 torch = pytest.importorskip("torch", reason="torch is in the optional [train] extra")
 transformers = pytest.importorskip("transformers", reason="transformers is in the optional [train] extra")
 peft = pytest.importorskip("peft", reason="peft converts nothing without an adapter to convert")
-gguf = pytest.importorskip("gguf")
+gguf = pytest.importorskip("gguf", reason="gguf is in the optional [train] extra")
 llama_cpp = pytest.importorskip("llama_cpp")
+
+from aaos.training.gguf_lora import write_gguf_lora  # noqa: E402  (it needs gguf, checked just above)
 
 RANK, ALPHA, B_STD = 8, 16, 0.05
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]

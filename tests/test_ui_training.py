@@ -142,7 +142,7 @@ def test_the_final_model_decoding_every_legal_call_has_a_readable_name(tmp_path:
 def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bars(tmp_path: Path) -> None:
     """The tab shows two plots side by side: fonts of 10 pt and more, step axes in whole steps (not 1.5), the
     components' legend below the axes (it covered the champion's bars), every policy of the evaluation named."""
-    import matplotlib.pyplot as plt
+    plt = pytest.importorskip("matplotlib.pyplot", reason="matplotlib is in the optional [train] extra")
 
     summary = sample_summary()
     summary["holdout"].append(holdout_row("sft_grpo_legal", 6))
