@@ -107,7 +107,7 @@ def test_reset_a_holdout_scenario_then_queue_as_the_engineer_and_step(page: Page
     expect(card(page, "engineer")).to_contain_text("Queued:")
     engineer_before = card(page, "engineer").inner_text()
 
-    page.locator("#aaos-others label", has_text="Follow the champion").click()
+    page.locator("#aaos-others label", has_text="The agent under Agent run decides").click()  # the champion
     page.locator("#aaos-step").click()
     expect_step(page, 1)
     expect(page.locator("#aaos-message")).to_contain_text("Step 1: reward")
@@ -333,7 +333,7 @@ def test_a_bad_seed_gets_the_spaces_message_and_no_popup(page: Page, seed: str, 
 
 
 def test_step_from_any_tab_and_step_numbers_agree_everywhere(page: Page) -> None:
-    page.locator("#aaos-others label", has_text="Follow the champion").click()
+    page.locator("#aaos-others label", has_text="The agent under Agent run decides").click()  # the champion
     page.get_by_role("tab", name="Logs", exact=True).click()
     page.locator("#aaos-step").click()
     expect_step(page, 1)
@@ -370,6 +370,15 @@ def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     return a["x"] < b["right"] and b["x"] < a["right"] and a["y"] < b["bottom"] and b["y"] < a["bottom"]
 
 
+WORD_FITS = """headers => headers.map(th => {
+    const style = getComputedStyle(th), context = document.createElement("canvas").getContext("2d");
+    context.font = style.font;
+    const word = Math.max(...th.innerText.trim().split(/\\s+/).map(w => context.measureText(w).width));
+    return [th.innerText.trim(), th.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight), word];
+})"""
+"""Each header cell's text, the room inside it and the width of its longest word (in the cell's font)."""
+
+
 def test_on_a_phone_the_controls_come_first_and_nothing_overlaps(browser: Browser, space_url: str) -> None:
     page = open_space(browser, space_url, PHONE)
     try:
@@ -385,8 +394,9 @@ def test_on_a_phone_the_controls_come_first_and_nothing_overlaps(browser: Browse
         expect(page.locator("#aaos-reward-plot canvas, #aaos-reward-plot svg").first).to_be_visible()
         assert boxes(page, "#aaos-reward-plot")[0]["height"] >= 200
         page.get_by_role("tab", name="Logs", exact=True).click()
-        headers = boxes(page, "#aaos-actions thead th")
-        assert headers and min(h["width"] for h in headers) >= 40  # no header wraps letter by letter
+        # no header wraps letter by letter: each is at least as wide as its longest word
+        widths = page.locator("#aaos-actions thead th").evaluate_all(WORD_FITS)
+        assert len(widths) == 7 and all(room >= word - 1 for _, room, word in widths), widths
         ARTIFACTS.mkdir(exist_ok=True)
         page.get_by_role("tab", name="Play", exact=True).click()
         page.screenshot(path=str(ARTIFACTS / "ui_phone.png"))

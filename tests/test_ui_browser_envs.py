@@ -105,10 +105,10 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     page.locator("#aaos-run").click()
     expect(page.locator("#aaos-stat-state")).to_contain_text("done", timeout=90_000)
     expect(page.locator("#aaos-message")).to_contain_text("Episode over, final score")
-    report = page.locator("#aaos-report")
-    expect(report).to_contain_text(re.compile(r"Grade Report: score \d\.\d{3}"))
-    for component in ("classification", "priority", "resolution", "urgent"):
-        expect(report.locator(".aaos-chips").first).to_contain_text(component, ignore_case=True)
+    expect(page.locator("#aaos-episode-report h3")).to_have_text(re.compile(r"Episode report: score \d\.\d{3}"))
+    for component in ("classification", "priority", "resolution", "urgent"):  # how the score adds up
+        expect(page.locator("#aaos-arithmetic table.aaos-rubric")).to_contain_text(component, ignore_case=True)
+    report = page.locator("#aaos-report")  # the inbox's Grade Report below it
     matrix = report.locator("table.aaos-confusion")
     expect(matrix.locator("tbody tr")).to_have_count(7)  # one row per true category
     expect(matrix.locator("thead")).to_contain_text("phishing")
@@ -156,11 +156,11 @@ def test_play_by_hand_then_the_champion_finishes_and_the_rubric_shows(page: Page
     after = {bar.get_attribute("data-stakeholder"): bar.get_attribute("data-trust")
              for bar in chief.locator(".aaos-bar").all()}
     assert set(after) == set(before) and after != before  # trust moved over the episode
-    report = page.locator("#aaos-report")
-    rubric = report.locator("table.aaos-rubric")
+    rubric = page.locator("#aaos-arithmetic table.aaos-rubric")  # how the score adds up
     for component in ("Outcomes", "Relationships", "Alignment", "Commitments", "Wellbeing"):
         expect(rubric).to_contain_text(component)
-    expect(report).to_contain_text(re.compile(r"= \d\.\d{1,3}"))
+    expect(page.locator("#aaos-arithmetic .aaos-formula")).to_contain_text(re.compile(r"= \d\.\d{3}$"))
+    report = page.locator("#aaos-report")
     expect(report).to_contain_text("Drift markers revealed")
     expect(report.locator(".aaos-drift").first).to_contain_text(re.compile(r"now prefers (slot|tone)"))
     report.scroll_into_view_if_needed()
