@@ -7,7 +7,7 @@ import os
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +73,21 @@ def scenario_file(tmp_path: Path) -> Callable[..., Path]:
         return write_scenario(tmp_path, data, name)
 
     return write
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium under Playwright, once a module (REAL_BROWSER: a test that uses it is in the slow tier)."""
+    from ui_fixtures import chromium
+
+    yield from chromium()
+
+
+@pytest.fixture
+def page(browser: Any, space_url: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A new page of the module's Space (its `space_url` fixture) at the module's VIEWPORT, closed afterwards."""
+    from ui_fixtures import open_page
+
+    page = open_page(browser, space_url, request.module.VIEWPORT)
+    yield page
+    page.context.close()

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, assert_no_reprs, chromium, open_page, pick, running_space, set_delay
+from playwright.sync_api import Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, assert_no_reprs, pick, running_space, set_delay
 
 import aaos
 from aaos.core.trajectory import EpisodeMeta
@@ -194,18 +194,6 @@ ENVS = ("org", "inbox", "chief_of_staff")
 @pytest.fixture(scope="module")
 def space_url() -> Iterator[str]:
     yield from running_space(ARTIFACTS / "ui_arena_server.log")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser: Browser, space_url: str) -> Iterator[Page]:
-    page = open_page(browser, space_url, VIEWPORT)
-    yield page
-    page.context.close()
 
 
 def lane_label(agent: str) -> str:

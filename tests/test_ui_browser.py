@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from fake_openai import Script, serve
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, ROOT, chromium, free_port, open_page, pick, running_space, set_delay, wait_until
+from ui_fixtures import ARTIFACTS, ROOT, free_port, open_page, pick, running_space, set_delay, wait_until
 
 from aaos.agents.llm import fix_hint
 
@@ -26,11 +26,6 @@ PHONE: ViewportSize = {"width": 390, "height": 844}
 def space_url() -> Iterator[str]:
     path = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
     yield from running_space(ARTIFACTS / "ui_server.log", AAOS_ENVS="toy=toy_env:KIT", PYTHONPATH=path)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from chromium()
 
 
 def open_space(browser: Browser, url: str, viewport: ViewportSize = VIEWPORT) -> Page:

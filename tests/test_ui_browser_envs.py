@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, chromium, open_page, pick, running_space, set_delay
+from playwright.sync_api import Locator, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, pick, running_space, set_delay
 
 from aaos.core.html import humanize
 
@@ -26,18 +26,6 @@ COS_ROLE, COS_STEPS = "chief_of_staff", 40
 @pytest.fixture(scope="module")
 def space_url() -> Iterator[str]:
     yield from running_space(SERVER_LOG)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser: Browser, space_url: str) -> Iterator[Page]:
-    page = open_page(browser, space_url, VIEWPORT)
-    yield page
-    page.context.close()
 
 
 def card(page: Page, role: str) -> Locator:

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, chromium, open_page, pick, running_space, set_delay
+from ui_fixtures import ARTIFACTS, open_page, pick, running_space, set_delay
 
 import aaos
 from aaos.core.html import humanize
 
-DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 SERVER_LOG = ARTIFACTS / "ui_play_server.log"
 TRIES = 10
@@ -25,18 +25,6 @@ TRIES = 10
 @pytest.fixture(scope="module")
 def space_url() -> Iterator[str]:
     yield from running_space(SERVER_LOG)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser: Browser, space_url: str) -> Iterator[Page]:
-    page = open_page(browser, space_url, DESKTOP)
-    yield page
-    page.context.close()
 
 
 def step_shown(page: Page) -> int:
@@ -106,7 +94,7 @@ def test_on_a_phone_the_environment_and_run_are_within_the_first_two_screens(bro
 def test_on_a_laptop_environment_step_and_run_are_on_the_first_screen(page: Page) -> None:
     for control in ("#aaos-env", "#aaos-run", "#aaos-step"):
         box = page.locator(control).bounding_box()
-        assert box is not None and box["y"] + box["height"] <= DESKTOP["height"], (control, box)
+        assert box is not None and box["y"] + box["height"] <= VIEWPORT["height"], (control, box)
     assert page.locator("#aaos-message").bounding_box()["width"] >= 600  # a long message is no column
 
 

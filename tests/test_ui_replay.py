@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, assert_no_reprs, chromium, open_page, pick, running_space
+from playwright.sync_api import Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, assert_no_reprs, pick, running_space
 
 import aaos
 from aaos.bench.runner import Job, run
@@ -168,18 +168,6 @@ ENVS = {"org": ("AAOS organisation", 6), "inbox": ("Support Inbox", 1), "chief_o
 @pytest.fixture(scope="module")
 def space_url() -> Iterator[str]:
     yield from running_space(ARTIFACTS / "ui_replay_server.log")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser: Browser, space_url: str) -> Iterator[Page]:
-    page = open_page(browser, space_url, VIEWPORT)
-    yield page
-    page.context.close()
 
 
 def env_label(env: str) -> str:
