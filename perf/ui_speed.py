@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 import aaos
-from aaos.ui import play
+from aaos.ui import play_tab
 from aaos.ui.session import Session
 
 BUDGET_MS = 30.0
@@ -50,14 +50,14 @@ def payload_bytes(outputs: dict[str, Any]) -> int:
 
 
 def new_session(scenario: str, seed: int) -> Session:
-    outputs = play.reset(None, None, aaos.DEFAULT_ENV, TASK, scenario, seed, "engineer", False)
+    outputs = play_tab.reset(None, None, aaos.DEFAULT_ENV, TASK, scenario, seed, "engineer", False)
     return outputs["session"]
 
 
 def step(session: Session) -> dict[str, Any]:
     """Step as the layout calls it, the roles without a queued action decided by the champion (the agent picked
     under Agent run); the step's last update."""
-    return list(play.step(None, session, "agent", "engineer", None, False, "heuristic"))[-1]
+    return list(play_tab.step(None, session, "agent", "engineer", None, False, "heuristic"))[-1]
 
 
 def measure(episodes: int) -> dict[str, list[float]]:
@@ -67,22 +67,22 @@ def measure(episodes: int) -> dict[str, list[float]]:
     for seed in range(episodes):
         for scenario in scenarios:
             session = new_session(scenario, seed)
-            elapsed, _ = timed(lambda s=session, sc=scenario, sd=seed: play.reset(
+            elapsed, _ = timed(lambda s=session, sc=scenario, sd=seed: play_tab.reset(
                 None, s, aaos.DEFAULT_ENV, TASK, sc, sd, "engineer", False))
             times["reset"].append(elapsed)
             while not session.done:
-                slots = [None] * play.SLOTS + [""] * play.SLOTS
-                elapsed, _ = timed(lambda s=session, sl=slots: play.queue_action(
+                slots = [None] * play_tab.SLOTS + [""] * play_tab.SLOTS
+                elapsed, _ = timed(lambda s=session, sl=slots: play_tab.queue_action(
                     None, s, "engineer", None, True, json.dumps(QUERY), *sl))
                 times["queue_ok"].append(elapsed)
-                elapsed, _ = timed(lambda s=session, sl=slots: play.queue_action(
+                elapsed, _ = timed(lambda s=session, sl=slots: play_tab.queue_action(
                     None, s, "product_manager", None, True, str(BAD).replace("'", '"'), *sl))
                 times["queue_bad"].append(elapsed)
                 elapsed, outputs = timed(lambda s=session: step(s))
                 times["step"].append(elapsed)
                 times["step_bytes"].append(float(payload_bytes(outputs)))
             session = new_session(scenario, seed)
-            runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+            runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
             while True:
                 elapsed, outputs = timed(lambda r=runs: next(r, None))
                 if outputs is None:

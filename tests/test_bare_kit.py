@@ -114,22 +114,22 @@ def test_the_benchmark_plays_noop_and_random_by_default(tmp_path: Path) -> None:
 def test_the_spaces_play_tab_builds_and_steps_it() -> None:
     from ui_fixtures import assert_no_reprs, reset
 
-    from aaos.ui import play
+    from aaos.ui import play_tab
 
     session = reset()["session"]
-    out = play.choose_env(None, session, BARE, False)
+    out = play_tab.choose_env(None, session, BARE, False)
     assert session.meta.env == BARE and out["cards"].count('class="aaos-card"') == 2
     assert "Dock" in out["cards"] and "Scores" in out["world"]  # the plain renderer: view fields, public scores
     assert_no_reprs(out)
     parcel = session.env.legal_actions("inspector")["inspect"]["parcel_id"][0]
-    queued = play.queue_action(None, session, "inspector", "inspect", False, "", parcel, None, "", "")
+    queued = play_tab.queue_action(None, session, "inspector", "inspect", False, "", parcel, None, "", "")
     assert "Queued for Inspector: inspect" in queued["message"]
-    out = list(play.step(None, session, "noop", "inspector", None, False))[-1]
+    out = list(play_tab.step(None, session, "noop", "inspector", None, False))[-1]
     assert "1 / 12" in out["status"] and session.env.state()["parcels"][0]["inspected"]
-    refused = list(play.step(None, session, "agent", "inspector", None, False, "heuristic"))[-1]
+    refused = list(play_tab.step(None, session, "agent", "inspector", None, False, "heuristic"))[-1]
     assert "has no champion" in refused["message"] and session.step_count == 1  # nothing changed
     for _ in range(SPEC.task("ship_all").max_steps):  # a run stops at a rejected action (two roles, one parcel)
-        for out in play.run_agent(None, session, "random", 0, "packer", None, False):
+        for out in play_tab.run_agent(None, session, "random", 0, "packer", None, False):
             assert_no_reprs(out)
         if session.done:
             break

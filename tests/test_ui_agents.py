@@ -19,7 +19,7 @@ from ui_fixtures import assert_no_reprs, free_port, rendered_text, reset, run_ag
 from aaos.agents import local_model
 from aaos.agents.llm import LLMConfig, LLMPolicy, fix_hint
 from aaos.core.policy import Policy
-from aaos.ui import agent_run, agents, play, wiring
+from aaos.ui import agent_run, agents, play_tab, wiring
 from aaos.ui.session import Session
 
 TOKEN = "hf_" + "Zq8w" * 8  # looks like a real token; must reach the endpoint and nothing else
@@ -114,7 +114,7 @@ def test_a_model_failing_on_some_actions_says_so_as_a_warning_and_stop_still_wor
     with serve(Script(modes=["not_json"] * 7 + ["ok"])) as url:
         runs = run_agent(session, "openai", "per_role", "fake-model", url, TOKEN)
         first = next(o for o in runs if session.step_count == 1)  # may be preceded by "waiting" notes
-        play.stop_agent(session)
+        play_tab.stop_agent(session)
         rest = list(runs)
     message = first["message"]
     assert "aaos-message-warn" in message and "fake-model playing. Step 1: reward" in message
@@ -135,7 +135,7 @@ def test_stop_during_a_slow_model_step_lets_it_finish_then_stops(monkeypatch: py
         waiting = next(runs)
         assert "fake-model is choosing the actions of step 1" in waiting["message"]
         assert "Press Stop to end the run after it" in waiting["message"] and session.step_count == 0
-        assert play.stop_agent(session) == {}
+        assert play_tab.stop_agent(session) == {}
         rest = list(runs)
     notes = [o["message"] for o in rest]
     assert any("Stopping once it is done" in note for note in notes)
@@ -163,7 +163,7 @@ def test_a_reset_during_a_model_step_discards_it_silently() -> None:
 def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str, base_url: str,
                                                                      expected: str) -> None:
     session = reset(task="org_simulation")["session"]
-    list(play.step(None, session, "no_op", "engineer", None, False))
+    list(play_tab.step(None, session, "no_op", "engineer", None, False))
     updates = list(run_agent(session, "openai", "per_role", model, base_url, TOKEN))
     assert len(updates) == 1 and "aaos-message-error" in updates[0]["message"]
     assert expected in updates[0]["message"]
@@ -173,7 +173,7 @@ def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str,
 
 def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: MISSING)
-    out = play.choose_agent("local")
+    out = play_tab.choose_agent("local")
     assert "aaos-help-error" in out["agent_help"] and "aaos[local]" in out["agent_help"]
     assert out["model_box"]["open"]
     session = reset(task="org_simulation")["session"]
@@ -218,9 +218,9 @@ def test_the_local_model_failing_to_start_gives_a_message(monkeypatch: pytest.Mo
 
 
 def test_choosing_an_agent_describes_it_and_opens_model_settings_for_models() -> None:
-    out = play.choose_agent("heuristic")
+    out = play_tab.choose_agent("heuristic")
     assert "champion" in out["agent_help"] and "model_box" not in out
-    out = play.choose_agent("openai")
+    out = play_tab.choose_agent("openai")
     assert "Model settings" in out["agent_help"] and out["model_box"]["open"]
 
 
@@ -241,7 +241,7 @@ def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog:
     assert other.benchmark is None and TOKEN not in rendered_text(other_updates) + repr(vars(other))
 
     assert "fake-model" in rendered_text(bench[-1]["leaderboard"])
-    exported = play.export(None, session)["files"]["value"]
+    exported = play_tab.export(None, session)["files"]["value"]
     files = [p for p in session.workdir().rglob("*") if p.is_file()]
     assert {Path(f).name for f in exported} <= {p.name for p in files}
     assert {"results.jsonl", "leaderboard.csv", "leaderboard.html"} <= {p.name for p in files}
@@ -249,7 +249,8 @@ def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog:
     places = {"outputs": rendered_text(updates) + rendered_text(bench), "log": caplog.text,
               "stdout": captured.out, "stderr": captured.err,
               **{str(p): p.read_text(encoding="utf-8", errors="replace") for p in files}}
-    for name in ("agents", "benchmark", "benchmark_tab", "play", "wiring", "formatting", "session", "layout"):
+    for name in ("agents", "benchmark", "benchmark_tab", "play_tab", "agent_run", "episode", "composer", "wiring",
+                 "formatting", "session", "layout"):
         module = sys.modules[f"aaos.ui.{name}"]
         places[f"aaos.ui.{name} globals"] = repr({k: v for k, v in vars(module).items() if not k.startswith("__")})
     leaked = [place for place, text in places.items() if TOKEN in text]

@@ -20,7 +20,7 @@ import aaos
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.seeding import salt_fingerprint, salted
 from aaos.ui import benchmark, benchmark_tab, formatting, wiring
-from aaos.ui.play import episode_choices
+from aaos.ui.play_tab import episode_choices
 
 
 def files_of(outputs: dict[str, Any]) -> dict[str, Path]:

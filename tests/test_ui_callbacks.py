@@ -23,7 +23,7 @@ import aaos
 from aaos.core import html
 from aaos.core.trajectory import TRAJECTORY_VERSION
 from aaos.envs.org.render import metric_text
-from aaos.ui import benchmark_tab, charts, formatting, forms, layout, play, wiring
+from aaos.ui import benchmark_tab, charts, formatting, forms, layout, play_tab, wiring
 from aaos.ui.layout import build_blocks
 from aaos.ui.session import Session, SessionClosed, champion_score, default_meta
 
@@ -155,7 +155,7 @@ def test_raw_json_is_queued_like_the_form() -> None:
 def test_clear_queue() -> None:
     session = reset()["session"]
     queue_raw(session, "engineer", QUERY)
-    out = play.clear_queue(None, session)
+    out = play_tab.clear_queue(None, session)
     assert session.queue == {} and out["queue"].empty and "Queued:" not in out["cards"]
 
 
@@ -179,7 +179,7 @@ def test_roles_without_an_action_do_nothing_by_default() -> None:
 
 def test_stepping_a_finished_episode_is_refused() -> None:
     session = reset(task="org_simulation")["session"]
-    for _ in play.run_agent(None, session, "heuristic", 0, "engineer", None, False):
+    for _ in play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False):
         pass
     assert session.done
     before = fingerprint(session)
@@ -192,7 +192,7 @@ def test_stepping_a_finished_episode_is_refused() -> None:
 @pytest.mark.parametrize("policy", ["heuristic", "random"])
 def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
     session = reset(task="crisis_management", scenario="silent_data_drift", seed=3)["session"]
-    outputs = list(play.run_agent(None, session, policy, 0, "engineer", None, False))
+    outputs = list(play_tab.run_agent(None, session, policy, 0, "engineer", None, False))
     assert [int(o["status"].split('id="aaos-stat-step">')[1].split(" /")[0]) for o in outputs] == list(
         range(1, len(outputs) + 1))
     assert session.done and "final" in outputs[-1]["status"] and "Episode over, final score" in outputs[-1]["message"]
@@ -211,36 +211,36 @@ def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
 def test_agent_run_continues_a_manual_episode_and_restarts_a_finished_one() -> None:
     session = reset(task="org_simulation")["session"]
     step(session)
-    runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     first = next(runs)
     assert first["session"].step_count == 2
     for _ in runs:
         pass
-    first = next(play.run_agent(None, session, "heuristic", 0, "engineer", None, False))
+    first = next(play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False))
     assert first["session"].step_count == 1 and not session.done
 
 
 def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> None:
     session = reset()["session"]
-    idle = play.stop_agent(session)
+    idle = play_tab.stop_agent(session)
     assert "No agent is running" in idle["message"]
 
-    runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     next(runs)
     next(runs)
-    assert play.stop_agent(session) == {}
+    assert play_tab.stop_agent(session) == {}
     last = list(runs)
     assert len(last) == 1 and "Agent stopped at step 2" in last[0]["message"] and "2 / 50" in last[0]["status"]
     assert session.step_count == 2 and session.agent is None
 
-    runs = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     next(runs)
     reset(session)
     assert list(runs) == [] and session.step_count == 0
 
-    first = play.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    first = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
     next(first)
-    second = play.run_agent(None, session, "random", 0, "engineer", None, False)
+    second = play_tab.run_agent(None, session, "random", 0, "engineer", None, False)
     next(second)
     assert list(first) == [] and session.step_count == 2 and session.agent is not None
     second.close()
@@ -249,12 +249,12 @@ def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> 
 
 def test_export_writes_the_trajectory_and_the_action_log() -> None:
     session = reset(task="org_simulation")["session"]
-    out = play.export(None, session)
+    out = play_tab.export(None, session)
     assert out["files"] is None and "Nothing to export yet" in out["message"]
     queue_raw(session, "engineer", QUERY)
     step(session)
     step(session, others="agent")
-    out = play.export(None, session)
+    out = play_tab.export(None, session)
     trajectory, actions = out["files"]["value"]
     assert out["files"]["visible"] and trajectory.endswith(".jsonl") and actions.endswith(".csv")
     records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
@@ -272,11 +272,11 @@ def test_export_writes_the_trajectory_and_the_action_log() -> None:
 @pytest.mark.parametrize("env_id", ["inbox", "chief_of_staff"])
 def test_every_environment_exports_an_action_log_numbered_as_its_trajectory(env_id: str) -> None:
     meta = default_meta(env_id)
-    session = play.reset(None, None, env_id, meta.task, meta.scenario, 0, aaos.spec(env_id).roles[0],
+    session = play_tab.reset(None, None, env_id, meta.task, meta.scenario, 0, aaos.spec(env_id).roles[0],
                          False)["session"]
     for _ in range(3):
         step(session, others="agent")
-    trajectory, actions = play.export(None, session)["files"]["value"]
+    trajectory, actions = play_tab.export(None, session)["files"]["value"]
     records = [json.loads(line) for line in Path(trajectory).read_text(encoding="utf-8").splitlines()]
     with open(actions, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -290,7 +290,7 @@ def test_an_inbox_label_set_without_opening_the_email_is_pointed_out() -> None:
     """The inbox accepts labelling an email nobody opened (a guess from its preview, graded when it closes): the
     card marks the label as set unread and what needs attention says to open it, until it is opened."""
     meta = default_meta("inbox")
-    session = play.reset(None, None, "inbox", meta.task, meta.scenario, 0, "triage_agent", False)["session"]
+    session = play_tab.reset(None, None, "inbox", meta.task, meta.scenario, 0, "triage_agent", False)["session"]
     email = session.observation["agent_observations"]["triage_agent"]["inbox"][0]["id"]
     row = re.compile(rf'data-email="{email}">.*?</div>', re.S)
     assert "labelled unread" not in row.search(session_cards(session))[0]
@@ -321,7 +321,7 @@ def test_two_sessions_keep_separate_simulations() -> None:
 
 def test_closing_the_tab_frees_the_simulation() -> None:
     request = SimpleNamespace(session_hash="tab-1")
-    session = play.reset(request, None, "org", "full_episode", "product_launch_failure", 0, "engineer",
+    session = play_tab.reset(request, None, "org", "full_episode", "product_launch_failure", 0, "engineer",
                          False)["session"]
     wiring.unload(request)
     assert session.closed and "tab-1" not in wiring._OPEN
@@ -367,18 +367,18 @@ def test_events_of_one_session_never_interleave() -> None:
 
 def test_role_and_action_choices_follow_the_world() -> None:
     session = reset()["session"]
-    out = play.choose_action(None, session, "operations", "approve_resource", False)
+    out = play_tab.choose_action(None, session, "operations", "approve_resource", False)
     legal = session.env.legal_actions("operations")
     assert "approve_resource" not in legal  # nothing is pending yet
     assert out["action_type"]["value"] == next(a for a in legal if a != "no_op")
-    out = play.choose_action(None, session, "product_manager", "delegate_task", False)
+    out = play_tab.choose_action(None, session, "product_manager", "delegate_task", False)
     assert out["action_type"]["value"] == "delegate_task"
     assert out["choice_0"]["visible"] and out["choice_0"]["label"] == "Task id"
     assert [value for _, value in out["choice_0"]["choices"]] == legal_ids(session, "product_manager")
     assert out["choice_1"]["choices"] == [(r, r) for r in aaos.spec("org").roles]
     assert not out["text_0"]["visible"] and not out["raw_json"]["visible"]
-    out = play.choose_action(None, session, "engineer", "report_anomaly", False)
-    shown = {name: out[name]["label"] for name in (*play.CHOICE_SLOTS, *play.TEXT_SLOTS)
+    out = play_tab.choose_action(None, session, "engineer", "report_anomaly", False)
+    shown = {name: out[name]["label"] for name in (*play_tab.CHOICE_SLOTS, *play_tab.TEXT_SLOTS)
              if out[name]["visible"]}
     assert shown == {"text_0": "Description", "choice_1": "Severity"}
 
@@ -390,23 +390,23 @@ def legal_ids(session: Any, role: str) -> list[str]:
 def test_raw_toggle_carries_the_form_values_into_the_json() -> None:
     session = reset()["session"]
     slots = ["task_launch_plan", "product_manager", "", ""]
-    out = play.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
+    out = play_tab.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
     assert out["raw_json"]["visible"] and json.loads(out["raw_json"]["value"]) == {
         "action_type": "delegate_task", "payload": {"task_id": "task_launch_plan", "to": "product_manager"}}
     assert not any(update["visible"] for name, update in out.items() if name not in ("raw_json", "action_help"))
-    out = play.toggle_raw(session, "product_manager", "delegate_task", False, *slots)
+    out = play_tab.toggle_raw(session, "product_manager", "delegate_task", False, *slots)
     assert not out["raw_json"]["visible"] and out["choice_0"]["visible"] and out["choice_1"]["visible"]
 
 
 def test_nothing_renders_as_a_python_repr_over_a_random_episode() -> None:
     session = reset(scenario="policy_change_shock", seed=7)["session"]
-    for outputs in play.run_agent(None, session, "random", 0, "operations", None, False):
+    for outputs in play_tab.run_agent(None, session, "random", 0, "operations", None, False):
         assert_no_reprs(outputs)
     assert session.done
 
 
 def test_the_environment_choice_lists_tasks_and_scenarios_of_both_splits() -> None:
-    out = play.choose_env(None, reset()["session"], "org", False)
+    out = play_tab.choose_env(None, reset()["session"], "org", False)
     tasks, scenarios = out["task"], out["scenario"]
     bench = benchmark_tab.choose_env("org")
     bench_tasks, bench_scenarios = bench["bench_tasks"], bench["bench_scenarios"]
@@ -433,7 +433,7 @@ def test_text_formatting_never_shows_python_values() -> None:
 
 def test_the_timeline_shows_the_newest_entries_first_and_says_when_it_is_cut() -> None:
     session = reset()["session"]
-    for _ in play.run_agent(None, session, "random", 0, "engineer", None, False):
+    for _ in play_tab.run_agent(None, session, "random", 0, "engineer", None, False):
         pass
     timeline = formatting.timeline(session.observation, session.records)
     steps = [int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', timeline)]
@@ -467,7 +467,7 @@ def toy() -> Iterator[str]:
 
 def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: str) -> None:
     session = reset()["session"]
-    out = play.choose_env(None, session, toy, False)
+    out = play_tab.choose_env(None, session, toy, False)
     assert out["session"] is session and session.meta.env == toy and session.step_count == 0
     assert out["cards"].count('class="aaos-card"') == 2 and "Dock" in out["cards"]
     assert 'data-role="inspector"' in out["cards"] and "Inspector" in out["cards"]
@@ -479,11 +479,11 @@ def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: s
     assert_no_reprs(out)
 
     parcel = session.env.legal_actions("inspector")["inspect"]["parcel_id"][0]
-    queued = play.queue_action(None, session, "inspector", "inspect", False, "", parcel, None, "", "")
+    queued = play_tab.queue_action(None, session, "inspector", "inspect", False, "", parcel, None, "", "")
     assert "Queued for Inspector: inspect" in queued["message"] and "Queued:" in queued["cards"]
-    out = list(play.step(None, session, "agent", "inspector", None, False))[-1]
+    out = list(play_tab.step(None, session, "agent", "inspector", None, False))[-1]
     assert "1 / 12" in out["status"] and parcel in out["cards"]
-    for out in play.run_agent(None, session, "heuristic", 0, "packer", None, False):
+    for out in play_tab.run_agent(None, session, "heuristic", 0, "packer", None, False):
         assert_no_reprs(out)
     report = out["report"]["value"]  # the toy's kit has no report: only the verdict
     assert session.done and 'id="aaos-verdict"' in report and 'id="aaos-report"' not in report
@@ -493,7 +493,7 @@ def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: s
 def test_the_end_of_episode_report_shows_once_the_episode_is_over() -> None:
     session = reset(task="org_simulation")["session"]
     assert not step(session)["report"]["visible"]
-    outputs = list(play.run_agent(None, session, "heuristic", 0, "engineer", None, False))
+    outputs = list(play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False))
     assert not outputs[-2]["report"]["visible"]
     report = outputs[-1]["report"]
     assert report["visible"] and "Episode report: score" in report["value"] and "Tasks delivered" in report["value"]
@@ -527,7 +527,7 @@ def test_the_reward_tab_explains_every_component_from_the_spec() -> None:
                                                  ("random", "below the champion")])
 def test_the_report_judges_the_score_against_the_champion_on_the_same_seed(policy: str, verdict: str) -> None:
     session = reset(task="org_simulation", seed=4)["session"]
-    outputs = list(play.run_agent(None, session, policy, 0, "engineer", None, False))
+    outputs = list(play_tab.run_agent(None, session, policy, 0, "engineer", None, False))
     report = outputs[-1]["report"]["value"]
     assert verdict in report and f"scores {champion_score(session.meta):.3f}" in report
     violations = [v["rule"] for record in session.records for v in record["oversight_events"]]
@@ -556,7 +556,7 @@ def chip(report: str, name: str) -> str:
 def test_the_org_report_names_what_the_organisation_missed_and_counts_agree(policy: str, task: str, scenario: str,
                                                                              seed: int) -> None:
     session = reset(task=task, scenario=scenario, seed=seed)["session"]
-    report = list(play.run_agent(None, session, policy, 0, "engineer", None, False))[-1]["report"]["value"]
+    report = list(play_tab.run_agent(None, session, policy, 0, "engineer", None, False))[-1]["report"]["value"]
     state = session.env.state()
     arrived = [w for w in state["work"] if w["risk_id"] is None and w["arrives"] <= state["step"]]
     undelivered = [w["id"] for w in arrived if w["status"] != "completed"]
@@ -606,28 +606,29 @@ def test_a_step_reports_actions_that_applied_but_did_nothing() -> None:
 def test_a_seed_being_typed_is_checked_with_the_spaces_message(seed: float | None, expected: str) -> None:
     session = reset()["session"]
     before = fingerprint(session)
-    out = play.choose_seed(session, seed)
+    out = play_tab.choose_seed(session, seed)
     assert "aaos-message-error" in message_of(out) and expected in message_of(out)
     assert fingerprint(session) == before and session.meta.seed == 0
 
 
 def test_a_new_seed_says_it_is_not_the_episode_shown_until_it_starts() -> None:
     session = reset()["session"]
-    out = play.choose_seed(session, 7)
+    out = play_tab.choose_seed(session, 7)
     assert "aaos-message-warn" in message_of(out)
     assert "Seed 7 is selected but the episode shown has seed 0" in message_of(out)
-    assert "Seed 0 is the episode shown" in message_of(play.choose_seed(session, 0))
+    assert "Seed 0 is the episode shown" in message_of(play_tab.choose_seed(session, 0))
     assert session.meta.seed == 0
 
 
 def test_raw_json_lists_each_fields_valid_values_in_the_help() -> None:
     session = reset()["session"]
-    form = play.choose_action(None, session, "product_manager", "delegate_task", True)
+    form = play_tab.choose_action(None, session, "product_manager", "delegate_task", True)
     help_html = form["action_help"]
     tasks = session.env.legal_actions("product_manager")["delegate_task"]["task_id"]
     assert "<code>task_id</code>: one of " + ", ".join(tasks[:formatting.CHOICES_SHOWN]) in help_html
     assert "<code>to</code>: one of " in help_html
-    assert "<code>" not in play.choose_action(None, session, "product_manager", "delegate_task", False)["action_help"]
-    slots = [None] * play.SLOTS + [""] * play.SLOTS
-    toggled = play.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
+    plain = play_tab.choose_action(None, session, "product_manager", "delegate_task", False)["action_help"]
+    assert "<code>" not in plain
+    slots = [None] * play_tab.SLOTS + [""] * play_tab.SLOTS
+    toggled = play_tab.toggle_raw(session, "product_manager", "delegate_task", True, *slots)
     assert toggled["action_help"] == help_html

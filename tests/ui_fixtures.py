@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from aaos.core.trajectory import state_hash
-from aaos.ui import agents, benchmark_tab, play
+from aaos.ui import agents, benchmark_tab, play_tab
 from aaos.ui.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,14 +67,14 @@ def assert_no_reprs(outputs: dict[str, Any]) -> None:
 
 def reset(session: Session | None = None, task: str = "full_episode", scenario: str = "product_launch_failure",
           seed: float | None = 0, role: str = "engineer") -> dict[str, Any]:
-    return play.reset(None, session, "org", task, scenario, seed, role, False)
+    return play_tab.reset(None, session, "org", task, scenario, seed, role, False)
 
 
 def form_slots(values: dict[str, Any], session: Session, role: str, action_type: str) -> list[Any]:
     """The slot values the form would send for these payload fields (dropdowns first, then textboxes)."""
-    _, fields = play.form_fields(session, role, action_type)
-    choices: list[Any] = [None] * play.SLOTS
-    texts: list[Any] = [""] * play.SLOTS
+    _, fields = play_tab.form_fields(session, role, action_type)
+    choices: list[Any] = [None] * play_tab.SLOTS
+    texts: list[Any] = [""] * play_tab.SLOTS
     for i, field in enumerate(fields):
         if field.name in values:
             (choices if field.choices is not None else texts)[i] = values[field.name]
@@ -83,19 +83,19 @@ def form_slots(values: dict[str, Any], session: Session, role: str, action_type:
 
 def queue_form(session: Session, role: str, action_type: str, **payload: Any) -> dict[str, Any]:
     slots = form_slots(payload, session, role, action_type)
-    return play.queue_action(None, session, role, action_type, False, "", *slots)
+    return play_tab.queue_action(None, session, role, action_type, False, "", *slots)
 
 
 def queue_raw(session: Session, role: str, text: str) -> dict[str, Any]:
-    slots = [None] * play.SLOTS + [""] * play.SLOTS
-    return play.queue_action(None, session, role, None, True, text, *slots)
+    slots = [None] * play_tab.SLOTS + [""] * play_tab.SLOTS
+    return play_tab.queue_action(None, session, role, None, True, text, *slots)
 
 
 def steps(session: Session, others: str = "no_op", role: str = "engineer", agent: str = "heuristic",
           mode: str = "per_role", model: str | None = None, base_url: str | None = None,
           token: str | None = None) -> list[dict[str, Any]]:
     """Every update of a Step, as the layout calls it (others: "no_op", or "agent" for the agent `agent`)."""
-    return list(play.step(None, session, others, role, None, False, agent, mode, model, base_url, token))
+    return list(play_tab.step(None, session, others, role, None, False, agent, mode, model, base_url, token))
 
 
 def step(session: Session, others: str = "no_op", role: str = "engineer", agent: str = "heuristic") -> dict[str, Any]:
@@ -106,7 +106,7 @@ def step(session: Session, others: str = "no_op", role: str = "engineer", agent:
 def run_agent(session: Session, name: str, mode: str = "per_role", model: str | None = None,
               base_url: str | None = None, token: str | None = None) -> Iterator[dict[str, Any]]:
     """An agent run's updates, as the layout calls it (no delay between steps)."""
-    yield from play.run_agent(None, session, name, 0, "engineer", None, False, mode, model, base_url, token)
+    yield from play_tab.run_agent(None, session, name, 0, "engineer", None, False, mode, model, base_url, token)
 
 
 def run_benchmark(session: Session | None, policies: Sequence[str] = ("heuristic", "random"),

@@ -1,5 +1,5 @@
 """The Gradio Space: the page (layout.py) with one module per part, each building its components, wiring its
-events and holding its handlers — play.py (the sidebar, the status bar and the Play tab), dashboard.py (World,
+events and holding its handlers — play_tab.py (the sidebar, the status bar and the Play tab), dashboard_tab.py (World,
 Reward, Logs), benchmark_tab.py (Benchmark) and training_tab.py (Training: the committed evidence of aaos train)
 — connected by wiring.py (named components, outputs by name, the tab's session). Plain Python beneath: one
 simulation per browser tab (session.py), the action form (forms.py), the agents and model settings (agents.py),

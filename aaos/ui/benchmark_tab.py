@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import gradio as gr
 
-from aaos.ui import agents, benchmark, charts, formatting, play, prose
+from aaos.ui import agents, benchmark, charts, formatting, play_tab, prose
 from aaos.ui.benchmark import BenchmarkRun
 from aaos.ui.session import Session
 from aaos.ui.wiring import Outputs, Ui, current, live
@@ -25,7 +25,7 @@ BENCH_POLL_S = 0.5
 
 def build(ui: Ui, env_id: str) -> None:
     """The tab, inside the page's gr.Tabs."""
-    tasks, scenarios = play.episode_choices(env_id)
+    tasks, scenarios = play_tab.episode_choices(env_id)
     installed = agents.local_problem() is None
     with gr.Tab("Benchmark", id="benchmark", elem_id="aaos-tab-benchmark"):
         with gr.Row(equal_height=False):
@@ -79,7 +79,7 @@ def wire(ui: Ui) -> None:
 def choose_env(env_id: str) -> Outputs:
     """An environment was picked: its tasks and scenarios, the first task and every scenario ticked, and what a
     run would play. Outputs: bench_tasks, bench_scenarios, bench_plan."""
-    tasks, scenarios = play.episode_choices(env_id)
+    tasks, scenarios = play_tab.episode_choices(env_id)
     ticked = [value for _, value in scenarios]
     plan = benchmark.preview(env_id, list(benchmark.DEFAULT_POLICIES), [tasks[0][1]], ticked,
                              [v for _, v in benchmark.SPLITS], benchmark.DEFAULT_EPISODES)

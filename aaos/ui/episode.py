@@ -15,12 +15,12 @@ import gradio as gr
 
 import aaos
 from aaos.core.trajectory import EpisodeMeta
-from aaos.ui import composer, dashboard, formatting, prose
+from aaos.ui import composer, dashboard_tab, formatting, prose
 from aaos.ui.session import Session, champion_score, default_meta
 from aaos.ui.wiring import Outputs, current, live, open_session
 
 EPISODE: tuple[str, ...] = ("status", "scenario_help", "model_usage", "attention", "cards", "report", "queue",
-                            "message", "queue_note", *dashboard.OUTPUTS)
+                            "message", "queue_note", *dashboard_tab.OUTPUTS)
 """What every step re-renders."""
 FULL: tuple[str, ...] = ("session", *EPISODE, *composer.COMPOSER)
 """The outputs of reset, step and a run."""
@@ -53,7 +53,7 @@ def render(session: Session, note: str, kind: str = "info") -> Outputs:
         "queue": formatting.queue_frame(session.queue),
         "message": formatting.message(note, kind),
         "queue_note": "",
-        **dashboard.render(session),
+        **dashboard_tab.render(session),
     }
 
 

@@ -1,5 +1,5 @@
 """The Space's page: the theme, the header, and the sidebar and tabs each built and wired by their own module
-(play: the episode and the Play tab; dashboard: World, Reward and Logs; benchmark_tab: Benchmark; training_tab:
+(play_tab: the episode and the Play tab; dashboard_tab: World, Reward and Logs; benchmark_tab: Benchmark; training_tab:
 Training; replay_tab: Replay; arena_tab: Arena).
 
 Components carry stable elem_ids (aaos-*) for the CSS in assets/ and for the browser tests.
@@ -11,7 +11,7 @@ import gradio as gr
 
 import aaos
 from aaos.data import data_dir
-from aaos.ui import arena_tab, benchmark_tab, dashboard, play, prose, replay_tab, training_tab
+from aaos.ui import arena_tab, benchmark_tab, dashboard_tab, play_tab, prose, replay_tab, training_tab
 from aaos.ui.session import default_meta
 from aaos.ui.wiring import QUIET, SESSION_TTL_S, Ui, close_session, unload
 
@@ -51,17 +51,17 @@ def build_blocks() -> gr.Blocks:
         ui["header"] = gr.HTML(header(meta.env), elem_id="aaos-header")
         with gr.Row(elem_id="aaos-main"):
             with gr.Column(scale=1, min_width=260, elem_id="aaos-sidebar"):
-                play.build_sidebar(ui, meta)
+                play_tab.build_sidebar(ui, meta)
             with gr.Column(scale=4, elem_id="aaos-content"):
-                play.build_status(ui)
+                play_tab.build_status(ui)
                 with gr.Tabs(elem_id="aaos-tabs", overflow_behavior="wrap"):  # no tab hides behind a menu
-                    play.build_tab(ui, aaos.spec(meta.env).roles)
-                    dashboard.build(ui)
+                    play_tab.build_tab(ui, aaos.spec(meta.env).roles)
+                    dashboard_tab.build(ui)
                     benchmark_tab.build(ui, meta.env)
                     training_tab.build(ui, meta.env)
                     replay_tab.build(ui)
                     arena_tab.build(ui, meta.env)
-        play.wire(blocks, ui)
+        play_tab.wire(blocks, ui)
         benchmark_tab.wire(ui)
         training_tab.wire(ui)
         replay_tab.wire(blocks, ui)

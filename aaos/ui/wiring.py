@@ -1,6 +1,6 @@
 """How the Space's modules connect: named components, handlers whose outputs are named, and each tab's session.
 
-Every tab module (play, dashboard, benchmark_tab) adds its components to one `Ui` under a name and wires its
+Every tab module (play_tab, dashboard_tab, benchmark_tab, …) adds its components to one `Ui` under a name and wires its
 events with `Ui.event`. A handler returns (or yields) a dict from output names to values; `Ui.event` turns it
 into the {component: value} dict Gradio takes, so outputs are matched by name, never by position. An output a
 handler leaves out keeps its value.
