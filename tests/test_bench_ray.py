@@ -25,6 +25,7 @@ from aaos.policies import PolicySpec, baseline
 SPECS: dict[str, PolicySpec] = {"heuristic": baseline("heuristic"), "random": baseline("random")}
 HEAD_START_S = 60
 HEAD_STOP_S = 15
+RAY_CLUSTER = pytest.mark.slow  # a test that starts a local Ray cluster (the optional [ray] extra's backend)
 
 
 class Head(NamedTuple):
@@ -97,6 +98,7 @@ def _sorted_lines(path: Path) -> list[str]:
     return sorted(path.read_text(encoding="utf-8").splitlines())
 
 
+@RAY_CLUSTER
 def test_ray_records_equal_a_local_run_and_resume(head: Head, tmp_path: Path) -> None:
     jobs = plan_jobs(list(SPECS), ["org_simulation", "crisis_management"],
                      ["product_launch_failure", "vendor_outage_cascade"], 2)
@@ -119,6 +121,7 @@ def test_ray_records_equal_a_local_run_and_resume(head: Head, tmp_path: Path) ->
     assert again == played and len(seen) == 25 and (tmp_path / "ray.jsonl").read_bytes() == written
 
 
+@RAY_CLUSTER
 def test_ray_should_stop_starts_no_new_episode(head: Head, tmp_path: Path) -> None:
     jobs = plan_jobs(["heuristic"], ["org_simulation"], ["product_launch_failure"], 2)
     recorded: list[dict[str, Any]] = []
@@ -145,6 +148,7 @@ def _bench(out: Path, *extra: str) -> list[dict[str, Any]]:
     return read_records(out / "results.jsonl")
 
 
+@RAY_CLUSTER
 def test_the_cli_with_ray_writes_a_local_runs_records_and_never_the_token(head: Head, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     secret = f"hf_secret_{os.getpid()}"  # not spelled out here: this file goes to the workers with the checkout
