@@ -53,10 +53,6 @@ def no_toast(page: Page) -> None:
     assert page.locator(".toast-body, .toast-wrap .error").count() == 0, page.locator(".toast-wrap").inner_text()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known race (issue 33, item 1, open): on a loaded 2-core machine the page sometimes keeps the ended run's last "
-    "step ('8 / 120') instead of the new episode, with no server error and no agent registered when the control "
-    "changed; 1 of 2 runs at CI's load on 2026-12-03"))
 def test_a_control_change_during_a_run_ends_it_and_draws_the_new_episode(page: Page) -> None:
     """Ten times in a row: run, then switch the environment, or press Reset, while it plays."""
     set_delay(page, 0.1)

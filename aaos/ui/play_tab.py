@@ -149,22 +149,27 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     episode = ("session", "env", "task", "scenario", "seed", "role", "raw")
     model = ("mode", "model_name", "base_url", "token")
     slots = (*CHOICE_SLOTS, *TEXT_SLOTS)
+    # An agent's steps (Step and Run) are cancelled by every control that starts another episode: the page then
+    # drops any update of theirs still on its way, so that none can land after the new episode is drawn.
+    stepping = ui.event(ui["step"].click, step, ("session", "others", "role", "action_type", "raw", "policy", *model),
+                        FULL)
+    running = ui.event(ui["run"].click, run_agent, ("session", "policy", "delay", "role", "action_type", "raw", *model),
+                       FULL)
+    new_episode = {"cancels": [stepping, running]}
     ui.event(blocks.load, reset, episode, FULL)
-    ui.event(ui["env"].input, choose_env, ("session", "env", "raw"), (*FULL, *ENV_CHOICES))
-    ui.event(ui["reset"].click, reset, episode, FULL)
+    ui.event(ui["env"].input, choose_env, ("session", "env", "raw"), (*FULL, *ENV_CHOICES), **new_episode)
+    ui.event(ui["reset"].click, reset, episode, FULL, **new_episode)
     # A new task, scenario or (entered) seed starts its episode at once: what the sidebar shows is what is played.
-    ui.event(ui["task"].input, reset, episode, FULL)
-    ui.event(ui["scenario"].input, reset, episode, FULL)
-    ui.event(ui["seed"].submit, reset, episode, FULL)
+    ui.event(ui["task"].input, reset, episode, FULL, **new_episode)
+    ui.event(ui["scenario"].input, reset, episode, FULL, **new_episode)
+    ui.event(ui["seed"].submit, reset, episode, FULL, **new_episode)
     ui.event(ui["seed"].input, choose_seed, ("session", "seed"), ("message",))
     ui.event(ui["role"].input, choose_action, form, ("session", *COMPOSER))
     ui.event(ui["action_type"].input, choose_action, form, ("session", *COMPOSER))
     ui.event(ui["raw"].input, toggle_raw, (*form, *slots), ("raw_json", "action_help", *slots))
     ui.event(ui["queue_action"].click, queue_action, (*form, "raw_json", *slots), QUEUED)
     ui.event(ui["clear"].click, clear_queue, ("session",), QUEUED)
-    ui.event(ui["step"].click, step, ("session", "others", "role", "action_type", "raw", "policy", *model), FULL)
     ui.event(ui["policy"].input, choose_agent, ("policy",), ("agent_help", "model_box"))
-    ui.event(ui["run"].click, run_agent, ("session", "policy", "delay", "role", "action_type", "raw", *model), FULL)
     ui.event(ui["stop"].click, stop_agent, ("session",), ("message",))
     ui.event(ui["export"].click, export, ("session",), ("session", "files", "message"), show_progress="full")
 

@@ -50,11 +50,12 @@ class Ui:
         return name in self._blocks
 
     def event(self, listener: Callable[..., Any], handler: Callable[..., Any], inputs: Sequence[str],
-              outputs: Sequence[str], **options: Any) -> None:
-        """Wire `listener` (e.g. ui["step"].click) to `handler`, its inputs and outputs given by name."""
+              outputs: Sequence[str], **options: Any) -> Any:
+        """Wire `listener` (e.g. ui["step"].click) to `handler`, its inputs and outputs given by name; the event
+        (what another event's `cancels` names)."""
         blocks = {name: self[name] for name in outputs}
-        listener(by_component(handler, blocks), [self[name] for name in inputs], list(blocks.values()),
-                 **{**QUIET, **options})
+        return listener(by_component(handler, blocks), [self[name] for name in inputs], list(blocks.values()),
+                        **{**QUIET, **options})
 
 
 def by_component(handler: Callable[..., Any], blocks: dict[str, Block]) -> Callable[..., Any]:
