@@ -76,6 +76,24 @@ def scenario_file(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="module")
+def mcp_app() -> Any:
+    """The API app of the MCP tests (room for 16 sessions, all from one client)."""
+    from aaos.server.app import create_app
+    from aaos.server.sessions import SessionConfig
+
+    return create_app(SessionConfig(max_sessions=16, max_per_client=16))
+
+
+@pytest.fixture(scope="module")
+def mcp_server(mcp_app: Any) -> Iterator[Any]:
+    """`mcp_app` served on loopback, once a module."""
+    from aaos.server.background import BackgroundServer
+
+    with BackgroundServer(mcp_app) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Debian's Chromium under Playwright, once a module (REAL_BROWSER: a test that uses it is in the slow tier)."""
     from ui_fixtures import chromium

@@ -54,7 +54,7 @@ def play(policy: Policy, task: str = "org_simulation", seed: int = 0) -> tuple[l
 def test_every_failure_falls_back_to_the_champion(mode: str, agent_mode: str) -> None:
     script = Script(modes=[mode])
     with serve(script) as url:
-        timeout = 0.3 if mode == "timeout" else 10.0  # generous elsewhere: a loaded machine must not time out
+        timeout = 0.1 if mode == "timeout" else 10.0  # generous elsewhere: a loaded machine must not time out
         policy = LLMPolicy(aaos.spec("org"), config(url, mode=agent_mode, timeout_s=timeout, max_retries=0))
         results, score = play(policy)
     stats = policy.stats.to_dict()

@@ -24,19 +24,8 @@ INVALID_PARAMS = -32602
 
 
 @pytest.fixture(scope="module")
-def app() -> FastAPI:
-    return create_app(SessionConfig(max_sessions=16, max_per_client=16))
-
-
-@pytest.fixture(scope="module")
-def server(app: FastAPI) -> Iterator[BackgroundServer]:
-    with BackgroundServer(app) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def http(server: BackgroundServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=30) as client:
+def http(mcp_server: BackgroundServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=mcp_server.url, timeout=30) as client:
         yield client
 
 
@@ -181,12 +170,12 @@ def test_a_finished_episode_and_an_expired_websocket_session_say_so() -> None:
         assert call("new_episode")["error"]["code"] == INVALID_PARAMS  # the HTTP MCP session expired too
 
 
-def test_a_standard_client_s_session_lives_from_initialize_to_delete(app: FastAPI, http: httpx.Client) -> None:
+def test_a_standard_client_s_session_lives_from_initialize_to_delete(mcp_app: FastAPI, http: httpx.Client) -> None:
     opened = initialize(http)
     result, session_id = opened.json()["result"], opened.headers["mcp-session-id"]
     assert result["protocolVersion"] == "2025-06-18" and result["capabilities"] == {"tools": {"listChanged": False}}
     assert result["serverInfo"]["name"] == "aaos" and "joint_action" in result["instructions"]
-    assert app.state.mcp_sessions.get(session_id).id == session_id  # a session of the MCP pool
+    assert mcp_app.state.mcp_sessions.get(session_id).id == session_id  # a session of the MCP pool
     headers = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
 
     def post(message: dict[str, Any]) -> httpx.Response:
@@ -222,11 +211,11 @@ def test_initialize_answers_the_client_s_version_or_the_latest(http: httpx.Clien
     http.delete("/mcp", headers={"mcp-session-id": opened.headers["mcp-session-id"]})
 
 
-def test_a_bad_lifecycle_request_is_refused_and_opens_nothing(app: FastAPI, http: httpx.Client) -> None:
-    before = len(app.state.mcp_sessions)
+def test_a_bad_lifecycle_request_is_refused_and_opens_nothing(mcp_app: FastAPI, http: httpx.Client) -> None:
+    before = len(mcp_app.state.mcp_sessions)
     bad = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": CLIENT_INFO})
     assert bad.json()["error"]["code"] == INVALID_PARAMS and "protocolVersion" in bad.json()["error"]["message"]
-    assert "mcp-session-id" not in bad.headers and len(app.state.mcp_sessions) == before
+    assert "mcp-session-id" not in bad.headers and len(mcp_app.state.mcp_sessions) == before
     version = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                         headers={"mcp-protocol-version": "1999-01-01"})
     assert version.status_code == 400 and "2025-06-18" in version.json()["error"]["message"]
@@ -241,8 +230,9 @@ def test_a_websocket_answers_no_notification() -> None:
         assert json.loads(socket.recv(timeout=30)) == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
-def test_openenv_tool_calls_as_websocket_steps_say_what_is_wrong_and_change_nothing(server: BackgroundServer) -> None:
-    with connect(server.url.replace("http://", "ws://") + "/ws") as socket:
+def test_openenv_tool_calls_as_websocket_steps_say_what_is_wrong_and_change_nothing(
+        mcp_server: BackgroundServer) -> None:
+    with connect(mcp_server.url.replace("http://", "ws://") + "/ws") as socket:
         def send(message: dict[str, Any]) -> dict[str, Any]:
             socket.send(json.dumps(message))
             return json.loads(socket.recv(timeout=30))

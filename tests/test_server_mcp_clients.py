@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,24 +20,11 @@ from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservatio
 from openenv.core.mcp_client import MCPToolClient
 
 import aaos
-from aaos.server.app import create_app
 from aaos.server.background import BackgroundServer
-from aaos.server.sessions import SessionConfig
 
 SEED = 3
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Calls one MCP tool with its arguments and returns the tool's value."""
-
-
-@pytest.fixture(scope="module")
-def app() -> FastAPI:
-    return create_app(SessionConfig(max_sessions=16, max_per_client=16))
-
-
-@pytest.fixture(scope="module")
-def server(app: FastAPI) -> Iterator[BackgroundServer]:
-    with BackgroundServer(app) as running:
-        yield running
 
 
 def frozen(value: Any) -> Any:
@@ -138,7 +125,7 @@ async def play_with_openenv(url: str) -> list[int]:
 
 @pytest.mark.parametrize("player", [play_with_the_mcp_sdk, play_with_fastmcp, play_with_openenv])
 def test_a_standard_client_plays_every_environment_as_in_process(
-        app: FastAPI, server: BackgroundServer, player: Callable[[str], Awaitable[list[int]]]) -> None:
-    steps = asyncio.run(player(server.url))
+        mcp_app: FastAPI, mcp_server: BackgroundServer, player: Callable[[str], Awaitable[list[int]]]) -> None:
+    steps = asyncio.run(player(mcp_server.url))
     assert len(steps) == len(aaos.env_ids()) and min(steps) >= 2  # every environment, each episode to its end
-    assert len(app.state.mcp_sessions) == 0  # a standard client ends its session when it closes (DELETE /mcp)
+    assert len(mcp_app.state.mcp_sessions) == 0  # a standard client ends its session when it closes (DELETE /mcp)

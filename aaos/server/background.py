@@ -15,13 +15,17 @@ from starlette.types import ASGIApp
 
 from aaos.server.app import MAX_BODY_BYTES
 
+SHUTDOWN_GRACE_S = 1
+
 
 class BackgroundServer:
-    """A uvicorn server on 127.0.0.1 (port 0 picks a free one); `url` is its base URL once started."""
+    """A uvicorn server on 127.0.0.1 (port 0 picks a free one); `url` is its base URL once started. On stop, a
+    request still in flight gets SHUTDOWN_GRACE_S, then is cancelled: one that hangs (a fault-injecting fake's
+    timeout) must not hold up the caller."""
 
     def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 30.0) -> None:
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws_max_size=MAX_BODY_BYTES,
-                                lifespan="on")
+                                lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="aaos-server", daemon=True)
         self._host = host
