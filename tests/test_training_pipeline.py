@@ -1,7 +1,7 @@
-"""`aaos train` in miniature: every stage on a sliver (two SFT steps, one GRPO step, one holdout episode per
-policy with the real SmolLM2 on llama.cpp; on the chief-of-staff arena's 20-step week, whose one-role prompts
-are the shortest), checking each stage's files and their schema, not the scores; and the datasets it trains on
-are the same on every run (fast, no model)."""
+"""`aaos train` in miniature: every stage on a sliver (two SFT steps, one DAgger round of one episode and one step,
+one GRPO step, one holdout episode per policy with the real SmolLM2 on llama.cpp; on the chief-of-staff arena's
+20-step week, whose one-role prompts are the shortest), checking each stage's files and their schema, not the
+scores; and the datasets it trains on are the same on every run (fast, no model)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
 from aaos.training.pipeline import (
     BASELINES,
-    MODELS,
     PRESET_FIELDS,
     PRESETS,
     PUBLISHED,
@@ -31,6 +30,7 @@ from aaos.training.pipeline import (
 from aaos.training.plots import PLOTS
 
 PNG = b"\x89PNG\r\n\x1a\n"
+MODELS = tuple(PRESETS["mini"].evaluated())
 
 
 def _run(out: Path) -> Run:
@@ -62,7 +62,9 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
     for stage in STAGES[:-1]:
         before.finish(stage, 1.0)
     more_grpo = dataclasses.replace(before, preset=dataclasses.replace(before.preset, grpo_steps=9))
-    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft"]
+    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger"]
+    more_dagger = dataclasses.replace(before, preset=dataclasses.replace(before.preset, dagger_steps=9))
+    assert [stage for stage in STAGES[:-1] if more_dagger.done(stage)] == ["collect", "sft"]
     other_seed = dataclasses.replace(before, seed=1)
     assert not any(other_seed.done(stage) for stage in STAGES)
 
@@ -70,16 +72,21 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
 @pytest.mark.parametrize("beats", [True, False])
 def test_publish_ships_the_adapter_only_when_the_model_beat_the_untrained_one(tmp_path: Path, beats: bool) -> None:
     run_ = _run(tmp_path / "run")
+    skipped = "grpo_log.csv"  # a stage this run did not run
     for name in PUBLISHED:
         (run_.out / name).parent.mkdir(parents=True, exist_ok=True)
-        (run_.out / name).write_text(name, encoding="utf-8")
-    (run_.out / "summary.json").write_text(json.dumps({"beats_untrained": beats}), encoding="utf-8")
-    (run_.out / "grpo.gguf").write_bytes(b"GGUF adapter")
+        if name != skipped:
+            (run_.out / name).write_text(name, encoding="utf-8")
+    (run_.out / "summary.json").write_text(json.dumps({"beats_untrained": beats, "final": "dagger"}),
+                                           encoding="utf-8")
+    (run_.out / "dagger.gguf").write_bytes(b"GGUF adapter")
     dest = tmp_path / "results"
     dest.mkdir()
     (dest / ADAPTER_FILE).write_bytes(b"an adapter published before")
+    (dest / skipped).write_text("the log of an earlier run", encoding="utf-8")
     publish(run_, dest)
-    assert all((dest / name).read_bytes() == (run_.out / name).read_bytes() for name in PUBLISHED)
+    assert all((dest / name).read_bytes() == (run_.out / name).read_bytes() for name in PUBLISHED if name != skipped)
+    assert not (dest / skipped).exists()
     assert ((dest / ADAPTER_FILE).read_bytes() == b"GGUF adapter") if beats else not (dest / ADAPTER_FILE).exists()
 
 
@@ -92,8 +99,10 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     command = ["train", "--env", "chief_of_staff", "--task", "steady_week", "--preset", "mini", "--out", str(out),
                "--results", str(results)]
     assert cli(command) == 0
-    for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl", "sft_log.csv", "grpo_log.csv", "sft.gguf",
-                 "grpo.gguf", "eval.jsonl", "eval.csv", "summary.json", "adapters/sft/adapter_config.json",
+    for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl", "sft_log.csv", "dagger_log.csv", "grpo_log.csv",
+                 "dagger/round0.jsonl", "sft.gguf", "dagger.gguf", "grpo.gguf", "eval.jsonl", "eval_steps.jsonl",
+                 "eval.csv",
+                 "summary.json", "adapters/sft/adapter_config.json", "adapters/dagger/adapter_config.json",
                  "adapters/grpo/adapter_model.safetensors"):
         assert (out / name).stat().st_size > 0, name
     for name in PLOTS:
@@ -113,13 +122,19 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
             assert row["valid_action_rate"] == pytest.approx(1.0 - row["fallback_rate"])
         else:
             assert row["valid_action_rate"] is None and row["fallback_rate"] == 0.0
+    assert summary["final"] == "grpo" and summary["trained"] == ["sft", "dagger", "grpo"]
     assert summary["dataset"]["sft_rows"] > 0 and summary["dataset"]["grpo_prompts"] > 0
+    assert summary["dataset"]["dagger_rows"] > 0
     assert summary["gate_vs_champion"]["verdict"] in ("PROMOTE", "NO_PROMOTE")
     assert isinstance(summary["beats_untrained"], bool)
     assert set(summary["stage_seconds"]) == set(STAGES[:-1])
     records = [json.loads(line) for line in (out / "eval.jsonl").read_text(encoding="utf-8").splitlines()]
     assert all(r["split"] == "holdout" for r in records) and len(records) == len(BASELINES) + len(MODELS)
     assert all(r["llm"]["decisions"]["secondary"] == 0 for r in records if r["policy"] in MODELS)
+    steps = [json.loads(line) for line in (out / "eval_steps.jsonl").read_text(encoding="utf-8").splitlines()]
+    kept = {r["policy"]: r["steps"] for r in records if r["policy"] in ("untrained", "grpo")}
+    assert {policy: sum(s["policy"] == policy for s in steps) for policy in kept} == kept  # every step of those two
+    assert not any("observation" in step for step in steps)
 
     for name in PUBLISHED:
         assert (results / name).read_bytes() == (out / name).read_bytes(), name

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ def test_a_round_needs_two_agents_and_a_bad_one_changes_nothing() -> None:
 
 
 def test_an_episode_choice_of_the_previous_environment_gives_way_to_the_new_ones() -> None:
-    stale = arena_tab.episode_choices("org")[0][1]
+    stale = "org|org_simulation|vendor_outage_cascade|10000"  # a committed-episode choice, as org's would read
     inbox = start(("heuristic", "random"), stale, env="inbox")["arena"]
     assert inbox.round.meta.env == "inbox" and inbox.round.lanes[0].live
     cos = start(("heuristic", "random"), stale, env="chief_of_staff")["arena"]
@@ -160,7 +161,7 @@ def test_the_local_model_starts_on_its_lanes_first_step_not_with_the_round(monke
 
 
 @pytest.mark.usefixtures("no_runtime")
-def test_without_the_runtime_the_models_committed_episodes_stand_in() -> None:
+def test_without_the_runtime_the_models_committed_episodes_are_replayed_step_by_step() -> None:
     committed = replays.committed("chief_of_staff")
     episode = arena_tab.episode_choices("chief_of_staff")[0][1]
     env, task, scenario, seed = episode.split("|")
@@ -170,19 +171,29 @@ def test_without_the_runtime_the_models_committed_episodes_stand_in() -> None:
     box = out["arena"]
     untrained, tuned, champion = box.round.lanes
     expected = {e.policy: e.result["score"] for e in committed if e.meta == meta}
-    assert untrained.committed["score"] == expected["untrained"] and tuned.committed["score"] == expected["sft_grpo"]
-    assert champion.live and "committed evaluation episode" in out["arena_lanes"]
+    final = replays.committed_model("chief_of_staff", "local")
+    assert untrained.committed["score"] == expected["untrained"] and tuned.committed["score"] == expected[final]
+    assert untrained.live and tuned.live and champion.live  # the two models from the steps their evaluation kept
+    assert "replays the model's committed evaluation episode" in out["arena_lanes"]
     last = finish(box)
-    assert f"{expected['sft_grpo']:.3f}" in last["arena_lanes"]
+    assert untrained.score == pytest.approx(expected["untrained"]) and tuned.score == pytest.approx(expected[final])
+    assert f"{expected[final]:.3f}" in last["arena_lanes"]
     lines = {trace.name: trace for trace in last["arena_race"].data}
     assert set(lines) == {lane.name for lane in box.round.lanes}
-    assert list(lines[tuned.name].y) == [expected["sft_grpo"]] and lines[tuned.name].mode == "markers"
+    assert lines[tuned.name].y[-1] == pytest.approx(expected[final]) and len(lines[tuned.name].y) > 2
     elsewhere = start(arena.DEFAULT_LANES[:3], box=box)["arena"]  # the Play tab's episode was never evaluated
     assert "No committed evaluation episode" in elsewhere.round.lanes[0].problem
     assert not elsewhere.round.lanes[0].live and elsewhere.round.lanes[0].committed is None
-    org = start(arena.DEFAULT_LANES[:3], arena_tab.episode_choices("org")[0][1], env="org")["arena"]
-    if replays.versions_problem(org.round.lanes[1].committed) is not None:  # recorded under older org versions
-        assert "Not comparable with the live lanes" in org.round.lanes[1].problem
+
+
+def test_a_committed_episode_played_under_other_versions_is_said_not_comparable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = next(e for e in replays.committed("chief_of_staff") if e.policy == "untrained")
+    older = replace(entry, result={**entry.result, "env_version": "0"})
+    monkeypatch.setattr(replays, "committed_episode", lambda meta, policy: older)
+    lane = arena.make_lane("local-untrained", entry.meta, MISSING)
+    assert lane.committed == older.result and not lane.live  # its steps would play differently here: scores only
+    assert "Not comparable with the live lanes" in lane.problem and "chief_of_staff v0" in lane.problem
 
 
 # In the browser --------------------------------------------------------------------------------------------------

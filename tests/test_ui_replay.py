@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -135,21 +136,25 @@ def _jsonl(path: Path, records: list[dict[str, Any]]) -> str:
     return str(path)
 
 
-def test_the_committed_evaluation_shows_every_episode_replaying_the_baselines_it_can() -> None:
+def test_the_committed_evaluation_replays_the_baselines_and_the_models_whose_steps_it_kept() -> None:
     found = replays.committed("chief_of_staff")
-    assert {e.policy for e in found} >= {"heuristic", "untrained", "sft_grpo"}
+    final = replays.committed_model("chief_of_staff", "local")
+    assert final is not None and {e.policy for e in found} >= {"heuristic", "untrained", "sft", final}
     champion = next(e for e in found if e.policy == "heuristic")
     loaded = replays.load(champion)
     assert loaded.steps == champion.result["steps"] and loaded.departure is None
     assert loaded.records[-1]["score"] == pytest.approx(champion.result["score"])
-    tuned = replays.load(next(e for e in found if e.policy == "sft_grpo"))
-    assert tuned.steps == 0 and "sft_grpo is a model" in tuned.note
-    for entry in replays.committed("org"):  # recorded under older org versions: shown, never re-scored
-        if replays.versions_problem(entry.result) is not None:
-            assert replays.load(entry).steps == 0
-    assert replays.committed("inbox") == []
-    assert "No training results are committed for inbox" in load(None, "committed", "inbox")["replay_note"]
-
+    for policy in ("untrained", final):  # their steps were kept: re-executed exactly, to the recorded score
+        entry = next(e for e in found if e.policy == policy)
+        watched = replays.load(entry)
+        assert watched.steps == entry.result["steps"] and watched.note == ""
+        assert watched.records[-1]["score"] == pytest.approx(entry.result["score"])
+    if final != "sft":  # a model whose steps were not kept shows its scores only, saying why
+        sft = replays.load(next(e for e in found if e.policy == "sft"))
+        assert sft.steps == 0 and "sft is a model" in sft.note
+    older = replace(champion, result={**champion.result, "env_version": "0"})  # recorded under another version
+    shown = replays.load(older)
+    assert shown.steps == 0 and "chief_of_staff v0" in shown.note  # shown as its scores, never re-scored
 
 def test_sources_without_episodes_say_what_to_do() -> None:
     fresh = Session(ORG)
@@ -208,10 +213,11 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     page.locator("#aaos-replay-jump").click()
     expect(page.locator("#aaos-replay-departure")).to_contain_text("Departs from the champion here")
     found = replays.committed("chief_of_staff")
-    tuned = next(e for e in found if e.policy == "sft_grpo")
+    final = replays.committed_model("chief_of_staff", "local")
+    tuned = next(e for e in found if e.policy == final)  # its steps were kept: the fine-tuned model, step by step
     page.locator("#aaos-replay-episode input").click()
     page.get_by_role("option", name=tuned.label, exact=True).click()
-    expect(page.locator("#aaos-replay-note")).to_contain_text("sft_grpo is a model")
+    expect(page.locator("#aaos-replay-at")).to_have_text(f"1 / {tuned.result['steps']}")
     expect(page.locator("#aaos-replay-result")).to_contain_text(f"{tuned.score:.3f}")
     session = played(COS, 4, "random")  # kept: its download folder goes with it
     trajectory, _ = session.export()

@@ -17,17 +17,17 @@ from ui_fixtures import assert_no_reprs, html_table
 import aaos
 from aaos.core.html import humanize
 from aaos.training import plots
-from aaos.training.plots import LABELS, PLOTS
+from aaos.training.plots import PLOTS, label
 from aaos.ui import prose, training_tab
 from aaos.ui.layout import build_blocks
 
-POLICIES = ("noop", "random", "heuristic", "untrained", "sft", "sft_grpo")
-MODELS = ("untrained", "sft", "sft_grpo", "sft_grpo_legal")
+POLICIES = ("noop", "random", "heuristic", "untrained", "sft", "dagger")
+MODELS = ("untrained", "sft", "dagger", "dagger_legal")
 
 
 def holdout_row(policy: str, index: int) -> dict[str, Any]:
     mean = 0.2 + 0.1 * index
-    fallback = {"untrained": 0.6, "sft": 0.125, "sft_grpo": 0.08}.get(policy, 0.0)
+    fallback = {"untrained": 0.6, "sft": 0.125, "dagger": 0.08}.get(policy, 0.0)
     return {"policy": policy, "episodes": 12, "mean_score": mean, "ci_low": mean - 0.04, "ci_high": mean + 0.05,
             "fallback_rate": fallback, "invalid_action_rate": 0.01, "hard_violations_per_episode": 0.5 * index,
             "mean_episode_s": 40.0 + index, "valid_action_rate": 1 - fallback if policy in MODELS else None,
@@ -38,13 +38,15 @@ def holdout_row(policy: str, index: int) -> dict[str, Any]:
 def sample_summary() -> dict[str, Any]:
     return {"env": "org", "task": "org_simulation", "preset": "cpu", "seed": 3, "model": "SmolLM2-135M-Instruct",
             "mode": "compact", "settings": {"stages": ["collect", "report"], "env": "org"},
-            "dataset": {"episodes": 8, "sft_rows": 1840, "grpo_prompts": 32},
+            "final": "dagger", "trained": ["sft", "dagger"],
+            "dataset": {"episodes": 8, "sft_rows": 1840, "dagger_rows": 312, "grpo_prompts": 32},
             "holdout": [holdout_row(policy, index) for index, policy in enumerate(POLICIES)],
-            "beats_untrained": True,
-            "gate_vs_untrained": {"verdict": "PROMOTE", "reasons": ["sft_grpo scores above untrained"]},
+            "beats_untrained": True, "beats_random": True,
+            "gate_vs_untrained": {"verdict": "PROMOTE", "reasons": ["dagger scores above untrained"]},
             "gate_vs_champion": {"verdict": "NO_PROMOTE",
-                                 "reasons": ["sft_grpo's mean 0.700 is 0.200 below heuristic's (margin 0.02)"]},
-            "stage_seconds": {"collect": 90.0, "sft": 1200.0, "grpo": 600.0, "export": 12.0, "evaluate": 840.0}}
+                                 "reasons": ["dagger's mean 0.700 is 0.200 below heuristic's (margin 0.02)"]},
+            "stage_seconds": {"collect": 90.0, "sft": 1200.0, "dagger": 600.0, "grpo": 0.1, "export": 12.0,
+                              "evaluate": 840.0}}
 
 
 def write_run(root: Path, summary: dict[str, Any] | str, plots: tuple[str, ...] = PLOTS) -> Path:
@@ -83,10 +85,10 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
     scores, parts = shown.table.split(prose.TRAINING_COMPONENTS_TITLE)
     components = [humanize(c.name) for c in aaos.spec("org").reward_components]
     assert list(board[0]) == [c.title for c in training_tab.COLUMNS]
-    assert [row["Policy"] for row in board] == [LABELS[p] for p in POLICIES]
+    assert [row["Policy"] for row in board] == [label(p) for p in POLICIES]
     by_component = html_table(parts)
     assert list(by_component[0]) == ["Policy", *components]
-    assert [row["Policy"] for row in by_component] == [LABELS[p] for p in POLICIES]
+    assert [row["Policy"] for row in by_component] == [label(p) for p in POLICIES]
     champion, trained = board[2], board[5]
     assert champion["Policy"] == "champion" and champion["Valid actions"] == champion["Fallbacks"] == "—"
     assert trained["Mean score (95 % CI)"] == "0.700 (0.660\u20130.750)"
@@ -96,13 +98,13 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
     assert '<tr class="aaos-trained">' in shown.table  # only the trained model's row stands out
     assert scores.count("aaos-trained") == parts.count("aaos-trained") == 1
 
-    assert "SmolLM2 SFT+GRPO vs SmolLM2 untrained and random" in shown.verdicts
+    assert "SmolLM2 SFT+DAgger vs SmolLM2 untrained and random" in shown.verdicts
     assert "Beats SmolLM2 untrained (0.500): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
-    # a summary without beats_random (written before it was recorded): read from the rows' CIs (0.660 > 0.350)
     assert "Beats random (0.300): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
     assert "aaos-rejected\">no promote" in shown.verdicts and "0.200 below heuristic" in shown.verdicts
     assert ("SmolLM2-135M-Instruct" in shown.about and "task Organisation simulation" in shown.about
             and "1,840 examples" in shown.about and "compact" in shown.about)
+    assert "DAgger" in shown.about and "312 examples" in shown.about and "GRPO on" not in shown.about
     assert "SFT 20.0 min" in shown.about and "45.7 min in all" in shown.about
 
 
@@ -118,14 +120,10 @@ def beats_random(verdicts: str) -> str:
     return re.search(r'Beats random \([^)]+\): <span class="aaos-pill aaos-[a-z]+">([a-z ]+)<', verdicts)[1]
 
 
-def test_beating_random_is_the_summarys_verdict_or_else_its_rows(tmp_path: Path) -> None:
+def test_beating_random_is_the_summarys_verdict(tmp_path: Path) -> None:
     """An untrained model that scores 0.000 is a low bar: the verdicts also compare the trained model with random,
-    as the summary records it, or (a summary written before it did) from the holdout rows' CIs."""
-    overlapping = sample_summary()
-    overlapping["holdout"][1] |= {"mean_score": 0.68, "ci_low": 0.6, "ci_high": 0.7}  # random's CI meets the model's
-    for summary, shown in ((overlapping, "no"), (sample_summary() | {"beats_random": False}, "no"),
-                           (overlapping | {"beats_random": True}, "yes"),
-                           ({**sample_summary(), "holdout": sample_summary()["holdout"][2:]}, "not evaluated")):
+    as the summary records it."""
+    for summary, shown in ((sample_summary() | {"beats_random": False}, "no"), (sample_summary(), "yes")):
         root = tmp_path / str(len(list(tmp_path.iterdir())))
         write_run(root, summary)
         assert beats_random(training_tab.view("org", root).verdicts) == shown
@@ -133,10 +131,10 @@ def test_beating_random_is_the_summarys_verdict_or_else_its_rows(tmp_path: Path)
 
 def test_the_final_model_decoding_every_legal_call_has_a_readable_name(tmp_path: Path) -> None:
     summary = sample_summary()
-    summary["holdout"].append(holdout_row("sft_grpo_legal", 6))
+    summary["holdout"].append(holdout_row("dagger_legal", 6))
     write_run(tmp_path, summary)
     board = html_table(training_tab.view("org", tmp_path).table)
-    assert board[-1]["Policy"] == "SmolLM2 SFT+GRPO, any legal call"
+    assert board[-1]["Policy"] == "SmolLM2 SFT+DAgger, any legal call"
 
 
 def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bars(tmp_path: Path) -> None:
@@ -145,10 +143,12 @@ def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bar
     plt = pytest.importorskip("matplotlib.pyplot", reason="matplotlib is in the optional [train] extra")
 
     summary = sample_summary()
-    summary["holdout"].append(holdout_row("sft_grpo_legal", 6))
+    summary["holdout"].append(holdout_row("dagger_legal", 6))
     summary["components"] = [c.name for c in aaos.spec("org").reward_components]
     run = write_run(tmp_path, summary, plots=())
     (run / "sft_log.csv").write_text("step,loss\n" + "".join(f"{s},{2 / s}\n" for s in range(1, 6)), encoding="utf-8")
+    (run / "dagger_log.csv").write_text("step,loss\n" + "".join(f"{s},{1 / s}\n" for s in range(1, 4)),
+                                        encoding="utf-8")
     (run / "grpo_log.csv").write_text("step,reward,reward_std\n1,0.1,0.5\n2,0.2,0.4\n3,0.3,0.3\n4,0.2,0.2\n",
                                       encoding="utf-8")
     with plt.rc_context(plots.FONTS):
@@ -166,9 +166,11 @@ def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bar
             ax = made["components.png"].axes[0]
             renderer = made["components.png"].canvas.get_renderer()
             assert ax.get_legend().get_window_extent(renderer).y1 < ax.get_window_extent(renderer).y0
-            assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == LABELS["sft_grpo_legal"]
+            assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "SmolLM2 SFT+DAgger, any legal call"
             names = [t.get_text() for t in made["holdout.png"].axes[0].get_xticklabels()]
-            assert names[-1] == plots.SHORT_LABELS["sft_grpo_legal"] and "champion" in names
+            assert names[-1] == "SFT+DAgger, any legal" and "champion" in names
+            loss = made["sft_loss.png"].axes[0]  # DAgger's loss goes on from SFT's last step
+            assert [list(line.get_xdata()) for line in loss.get_lines()] == [[1, 2, 3, 4, 5], [6, 7, 8]]
         finally:
             plt.close("all")
 

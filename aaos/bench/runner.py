@@ -287,7 +287,9 @@ class Ledger:
     def __init__(self, jobs: list[Job], out: Path, trajectories: Path | None = None,
                  progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
                  remote: Remote | None = None) -> None:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        for path in (out, trajectories):
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
         self.jobs, self.out, self.trajectories = jobs, out, trajectories
         self.progress, self.should_stop = progress, should_stop
         fingerprint = run_fingerprint(remote)

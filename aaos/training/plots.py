@@ -1,7 +1,7 @@
 """The plots of an `aaos train` run, as PNG files under its plots/ folder (matplotlib, no display needed).
 
-    sft_loss.png       the SFT loss per optimizer step
-    grpo_reward.png    the mean GRPO reward per step, with its spread over the step's completions
+    sft_loss.png       the training loss per optimizer step: SFT, then DAgger's where it ran
+    grpo_reward.png    the mean GRPO reward per step, with its spread over the step's completions (where GRPO ran)
     holdout.png        each policy's holdout mean score with its 95 % CI, the model's valid-action rate beside it
     components.png     each policy's holdout mean of every reward component
 
@@ -17,15 +17,37 @@ from pathlib import Path
 from typing import Any
 
 PLOTS = ("sft_loss.png", "grpo_reward.png", "holdout.png", "components.png")
+LEGAL = "_legal"
+"""The suffix of the final model's second evaluation, decoding every legal call (aaos.training.pipeline)."""
 LABELS = {"noop": "noop", "random": "random", "heuristic": "champion", "untrained": "SmolLM2 untrained",
-          "sft": "SmolLM2 SFT", "sft_grpo": "SmolLM2 SFT+GRPO", "sft_grpo_legal": "SmolLM2 SFT+GRPO, any legal call"}
-"""How a policy of the evaluation is named in the plots and the Space (sft_grpo_legal: the final model decoding
-every legal call, not only those the environment's guardrail admits)."""
-SHORT_LABELS = {**LABELS, "sft_grpo_legal": "SFT+GRPO, any legal"}
-"""The names under the holdout plot's bars, where the long ones would overlap."""
+          "sft": "SmolLM2 SFT", "dagger": "SmolLM2 SFT+DAgger", "grpo": "SmolLM2 +GRPO"}
+"""How a policy of the evaluation is named in the plots and the Space (`label` adds the `_legal` runs)."""
 COLORS = {"noop": "#9ca3af", "random": "#6b7280", "heuristic": "#374151", "untrained": "#f59e0b", "sft": "#2563eb",
-          "sft_grpo": "#16a34a", "sft_grpo_legal": "#86efac"}
-"""One colour per policy, the same in every plot (grey for the baselines); another policy gets matplotlib's."""
+          "dagger": "#16a34a", "grpo": "#7c3aed"}
+"""One colour per policy, the same in every plot (grey for the baselines); a `_legal` run is drawn in its model's
+colour, lighter; another policy gets matplotlib's."""
+
+
+def label(policy: str, short: bool = False) -> str:
+    """A policy's name in the plots and the Space; `short`, under the holdout plot's bars, where long ones would
+    overlap. `<model>_legal` is the final model decoding every legal call, not only those the guardrail admits."""
+    model = policy.removesuffix(LEGAL)
+    name = LABELS.get(model, model)
+    if model == policy:
+        return name
+    return f"{name.removeprefix('SmolLM2 ')}, any legal" if short else f"{name}, any legal call"
+
+
+def color(policy: str) -> str | tuple[float, float, float, float] | None:
+    """A policy's colour (COLORS; a `_legal` run's lighter)."""
+    model = policy.removesuffix(LEGAL)
+    if model not in COLORS:
+        return None
+    if model == policy:
+        return COLORS[model]
+    from matplotlib.colors import to_rgba
+
+    return to_rgba(COLORS[model], 0.45)
 FONTS = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11, "ytick.labelsize": 11,
          "legend.fontsize": 11}
 DPI = 110
@@ -76,8 +98,13 @@ def figures(run_dir: Path) -> dict[str, Any]:
     with plt.rc_context(FONTS):
         fig, ax = plt.subplots(figsize=(6.4, 4))
         steps, loss = _series(_csv(run_dir / "sft_log.csv"), "loss")
-        ax.plot(steps, loss, marker=".", color=COLORS["sft"])
-        ax.set(xlabel="optimizer step", ylabel="loss (answer tokens)", title=f"SFT loss\n{title}")
+        ax.plot(steps, loss, marker=".", color=COLORS["sft"], label=LABELS["sft"])
+        more, dagger_loss = _series(_csv(run_dir / "dagger_log.csv"), "loss")
+        if more:  # DAgger's steps go on from SFT's last
+            ax.plot([(steps[-1] if steps else 0) + step for step in more], dagger_loss, marker=".",
+                    color=COLORS["dagger"], label=LABELS["dagger"])
+            ax.legend(frameon=False)
+        ax.set(xlabel="optimizer step", ylabel="loss (answer tokens)", title=f"Training loss\n{title}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         save(fig, "sft_loss.png")
 
@@ -86,7 +113,9 @@ def figures(run_dir: Path) -> dict[str, Any]:
         steps, reward = _series(grpo, "reward")
         _, spread = _series(grpo, "reward_std")
         ax.errorbar(steps, reward, yerr=spread if len(spread) == len(reward) else None, marker="o", capsize=3,
-                    color=COLORS["sft_grpo"])
+                    color=COLORS["grpo"])
+        if not steps:
+            ax.text(0.5, 0.5, "no GRPO in this preset", ha="center", va="center", transform=ax.transAxes)
         ax.set(xlabel="GRPO step", ylabel="mean reward of the completions", title=f"GRPO reward\n{title}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         save(fig, "grpo_reward.png")
@@ -97,8 +126,8 @@ def figures(run_dir: Path) -> dict[str, Any]:
         means = [row["mean_score"] for row in rows]
         errors = [[m - row["ci_low"] for m, row in zip(means, rows, strict=True)],
                   [row["ci_high"] - m for m, row in zip(means, rows, strict=True)]]
-        bars = ax.bar([SHORT_LABELS.get(p, p) for p in policies], means, yerr=errors, capsize=4,
-                      color=[COLORS.get(p) for p in policies])
+        bars = ax.bar([label(p, short=True) for p in policies], means, yerr=errors, capsize=4,
+                      color=[color(p) for p in policies])
         for bar, row in zip(bars, rows, strict=True):
             if row.get("valid_action_rate") is not None:
                 ax.annotate(f"valid {100 * row['valid_action_rate']:.0f} %",
@@ -113,8 +142,8 @@ def figures(run_dir: Path) -> dict[str, Any]:
         width = 0.8 / max(1, len(rows))
         for index, policy in enumerate(policies):
             ax.bar([i + index * width for i in range(len(components))],
-                   [rows[index].get(c) or 0.0 for c in components], width=width, label=LABELS.get(policy, policy),
-                   color=COLORS.get(policy))
+                   [rows[index].get(c) or 0.0 for c in components], width=width, label=label(policy),
+                   color=color(policy))
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(components))],
                       [c.removeprefix("mean_").replace("_", "\n") for c in components])
         ax.set(ylim=(0, 1), ylabel="holdout mean", title=f"Reward components\n{title}")

@@ -1,9 +1,10 @@
 """The Arena's rounds: two to four agents play one episode (environment, task, scenario, seed), each with its own
 environment, in lock step; blind mode's letters and shuffled lanes; the picks a tab records. Plain Python; no gradio.
 
-A local model agent whose runtime is not installed cannot play: its lane shows the committed evaluation episode of
-that model on the same episode instead (results/training/<env>/eval.jsonl), which holds its scores, not its steps,
-and says so. Blind mode's shuffle is drawn from the episode and the tab's round number (no global random).
+A local model agent whose runtime is not installed cannot play: its lane replays that model's committed evaluation
+episode of the same episode instead, step by step from the steps the run kept
+(results/training/<env>/eval_steps.jsonl), or shows its recorded scores where there are no steps, and says so.
+Blind mode's shuffle is drawn from the episode and the tab's round number (no global random).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import aaos
 from aaos.agents.llm import LLMConfig
-from aaos.core.env import Environment
-from aaos.core.policy import Policy
+from aaos.core.env import Environment, JointAction, Observation
+from aaos.core.policy import Action, Policy
 from aaos.core.trajectory import EpisodeMeta, step_record
 from aaos.policies import BASELINES
 from aaos.ui import agents, formatting, replays
@@ -31,8 +32,8 @@ AGENTS: tuple[tuple[str, str], ...] = (
 MIN_LANES, MAX_LANES = 2, 4
 DEFAULT_LANES: tuple[str, ...] = ("local-untrained", "local", "heuristic", words.ARENA_NONE)
 """The first round: the untrained model, the fine-tuned model and the champion."""
-COMMITTED_POLICY: dict[str, str] = {"local": "sft_grpo", "local-untrained": "untrained"}
-"""The name the committed evaluation (aaos train) gives each local agent: fine-tuned (SFT then GRPO), untrained."""
+LOCAL_AGENTS: tuple[str, ...] = ("local-untrained", "local")
+"""The agents a committed evaluation (aaos train) played: the untrained and the fine-tuned local model."""
 LETTERS = "ABCD"
 COLOURS: tuple[str, ...] = ("#6366f1", "#f59e0b", "#10b981", "#ef4444")
 """The race chart's colour of each shown lane, by position (set with every update: the chart keeps the colour
@@ -101,6 +102,25 @@ class Lane:
         self.env = self.policy = self.start = None
 
 
+class Replayed(Policy):
+    """Plays a recorded episode's joint actions again, one a step (a committed evaluation episode of a model whose
+    runtime is not installed: the environment is deterministic, so the lane reaches the recorded score)."""
+
+    name = "replayed"
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.actions = [record["joint_action"] for record in records]
+        self.taken = 0
+
+    def act(self, observation: Observation) -> JointAction:
+        joint = self.actions[self.taken]
+        self.taken += 1
+        return joint
+
+    def act_role(self, role: str, view: dict[str, Any]) -> Action:
+        raise TypeError("a recorded episode is replayed a whole joint action at a time")
+
+
 def _policy(agent: str, meta: EpisodeMeta, env: Environment, config: LLMConfig | None) -> Policy:
     policy = agents.build(agent, meta.seed, meta.env, config)
     policy.reset(meta.seed)
@@ -109,8 +129,9 @@ def _policy(agent: str, meta: EpisodeMeta, env: Environment, config: LLMConfig |
 
 
 def _committed_episodes(env_id: str) -> str:
+    models = {replays.committed_model(env_id, agent) for agent in LOCAL_AGENTS}
     shown = sorted({f"{e.meta.task} / {e.meta.scenario} / seed {e.meta.seed}" for e in replays.committed(env_id)
-                    if e.policy in COMMITTED_POLICY.values()})
+                    if e.policy in models})
     return "; ".join(shown) or "none"
 
 
@@ -119,12 +140,19 @@ def make_lane(agent: str, meta: EpisodeMeta, config: LLMConfig | Callable[[], LL
     the local model and gives its config (called on the lane's first step), a message saying why the model cannot
     play, or None for a baseline."""
     if isinstance(config, str):
-        if agent in COMMITTED_POLICY:
-            result = replays.committed_result(meta, COMMITTED_POLICY[agent])
-            if result is not None:
-                why = replays.versions_problem(result)
+        if agent in LOCAL_AGENTS:
+            model = replays.committed_model(meta.env, agent)
+            entry = replays.committed_episode(meta, model) if model is not None else None
+            if entry is not None and entry.result is not None:
+                why = replays.versions_problem(entry.result)
+                if entry.records and why is None:
+                    env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
+                    env.reset()
+                    return Lane(agent, env, Replayed(entry.records), committed=entry.result,
+                                problem=words.ARENA_LOCAL_REPLAYED.format(problem=config))
                 other = words.ARENA_OTHER_VERSIONS.format(why=why) if why else ""
-                return Lane(agent, committed=result, problem=words.ARENA_LOCAL_COMMITTED.format(problem=config) + other)
+                return Lane(agent, committed=entry.result,
+                            problem=words.ARENA_LOCAL_COMMITTED.format(problem=config) + other)
             return Lane(agent, problem=words.ARENA_LOCAL_MISSING.format(problem=config,
                                                                        episodes=_committed_episodes(meta.env)))
         return Lane(agent, problem=config)

@@ -27,9 +27,9 @@ from aaos.ui import watch_prose as words
 from aaos.ui.arena import (
     AGENTS,
     COLOURS,
-    COMMITTED_POLICY,
     DEFAULT_LANES,
     LETTERS,
+    LOCAL_AGENTS,
     MAX_LANES,
     MIN_LANES,
     PICK_COLUMNS,
@@ -57,7 +57,8 @@ SETTINGS: tuple[str, ...] = ("arena", "session", "env", "arena_episode", "arena_
 
 def episode_choices(env_id: str) -> list[tuple[str, str]]:
     """The committed evaluation episodes the local model played (first), then the Play tab's episode."""
-    metas = dict.fromkeys(e.meta for e in replays.committed(env_id) if e.policy in COMMITTED_POLICY.values())
+    models = {replays.committed_model(env_id, agent) for agent in LOCAL_AGENTS}
+    metas = dict.fromkeys(e.meta for e in replays.committed(env_id) if e.policy in models)
     shown = [(f"{formatting.episode_name(m.env, m.task, m.scenario)} · seed {m.seed} (committed evaluation)",
               f"{m.env}|{m.task}|{m.scenario}|{m.seed}") for m in metas]
     return [*shown, ("The Play tab's episode (task, scenario and seed)", PLAY_EPISODE)]
@@ -297,6 +298,8 @@ def _lane_body(current: Round, lane: Lane) -> str:
         waiting = words.ARENA_STARTS_ON_STEP if lane.policy is None and revealed else "No step yet."
         body += (watch_html.last_actions(last["action_results"]) if last is not None
                  else f'<p class="aaos-empty">{esc(waiting)}</p>')
+        if lane.problem and revealed:  # a replayed committed episode says so
+            body += formatting.note(lane.problem, "info")
         return body + (formatting.note(lane.failed, "error") if lane.failed else "")
     if lane.committed is not None:
         score = lane.committed["score"] if current.done or not current.blind else None

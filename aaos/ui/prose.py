@@ -48,12 +48,18 @@ GATE_RULE = ("On the holdout split, a candidate is promoted only if its mean sco
 TRAINING_ABOUT = (
     "{model} was fine-tuned by aaos train on {env}, task {task} (preset {preset}, seed {seed}). The champion played "
     "{episodes:,} training episodes; its decisions became {sft_rows:,} examples for supervised fine-tuning (SFT) of a "
-    "LoRA adapter, then {grpo_prompts:,} prompts for GRPO, which scores each answer the model writes with the "
-    "environment's reward. The model reads {mode} prompts and decides every role's action in one answer. Then "
-    "noop, random, the champion and the model (untrained, after SFT, after SFT+GRPO) played the same holdout "
+    "LoRA adapter. {later}The model reads {mode} prompts and decides every role's action in one answer. Then "
+    "noop, random, the champion and the model (untrained and after each training stage) played the same holdout "
     "episodes, whose seeds draw variants never trained on. Time: {stages}; {minutes:.1f} min in all.")
-TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "grpo": "GRPO", "export": "export",
-                                   "evaluate": "evaluation"}
+TRAINING_LATER: dict[str, str] = {
+    "dagger": "Then DAgger: the model played training episodes of its own, the champion said what it would have done "
+              "in each of the states the model reached ({dagger_rows:,} examples), and training went on over both. ",
+    "grpo": "Then GRPO on {grpo_prompts:,} prompts, scoring each answer the model writes with the environment's "
+            "reward. ",
+}
+"""What TRAINING_ABOUT says of each training stage after SFT that the run ran."""
+TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "dagger": "DAgger", "grpo": "GRPO",
+                                   "export": "export", "evaluate": "evaluation"}
 """The pipeline's stages as the explanation names them."""
 TRAINING_TABLE_TITLE = "Holdout comparison"
 TRAINING_COMPONENTS_TITLE = "Reward components: holdout means"

@@ -6,7 +6,8 @@ A trajectory (aaos.core.trajectory) holds every step's joint action: it is re-ex
 rebuilds each step's observation from the actions, so a file need not carry the views. A result record
 (aaos.bench.runner: one per episode, no steps) of a baseline policy is played again by that policy (baselines are
 deterministic given the seed) and is shown step by step only if it scores what was recorded; a model's result
-record has no steps to replay and is shown as its recorded scores, saying why.
+record is replayed from the steps its source kept (the committed evaluation keeps the untrained and the shipped
+model's), and without them shown as its recorded scores, saying why.
 
 The champion departure: the champion plays the same seed alongside, reading the replayed observations in order;
 the marker is the first step whose joint action differs from the champion's. Up to that step both episodes are the
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ from aaos.ui import watch_prose as words
 
 CHAMPION = "heuristic"
 EVAL_ROOT = data_dir("results") / "training"
-"""The committed runs of `aaos train`: <env id>/eval.jsonl holds their holdout evaluation's result records."""
+"""The committed runs of `aaos train`: <env id>/eval.jsonl holds their holdout evaluation's result records,
+eval_steps.jsonl the steps of some models' episodes."""
 SCORE_TOLERANCE = 1e-9
 """A re-played baseline episode must score what its record says, to this tolerance."""
 STEP_FIELDS: tuple[str, ...] = ("version", "env", "env_version", "reward_version", "task", "scenario", "seed", "step",
@@ -52,8 +54,8 @@ MAX_UPLOAD_RECORDS = 20_000
 
 @dataclass(frozen=True)
 class Entry:
-    """An episode a source offers. records: its trajectory records (empty for a result record, which has no
-    steps); result: the result record (None for a trajectory); policy: who played it, where the source says."""
+    """An episode a source offers. records: its trajectory records (for a result record, the steps its source kept,
+    if any); result: the result record (None for a trajectory); policy: who played it, where the source says."""
 
     meta: EpisodeMeta
     policy: str | None
@@ -163,14 +165,32 @@ def read_upload(path: str | Path) -> list[Entry]:
 
 
 def committed(env_id: str, root: Path = EVAL_ROOT) -> list[Entry]:
-    """The committed training evaluation's episodes of an environment (none without a committed run)."""
-    path = root / env_id / "eval.jsonl"
-    return entries(read_jsonl(path)) if path.is_file() else []
+    """The committed training evaluation's episodes of an environment (none without a committed run); a model's
+    episode with its steps where the run kept them (eval_steps.jsonl: the untrained and the shipped model's)."""
+    path, steps_path = root / env_id / "eval.jsonl", root / env_id / "eval_steps.jsonl"
+    if not path.is_file():
+        return []
+    steps = {(episode[0]["policy"], meta_of(episode[0])): tuple(episode)
+             for episode in split_episodes(read_jsonl(steps_path) if steps_path.is_file() else [])}
+    return [replace(entry, records=steps.get((entry.policy, entry.meta), ())) for entry in entries(read_jsonl(path))]
 
 
-def committed_result(meta: EpisodeMeta, policy: str, root: Path = EVAL_ROOT) -> Mapping[str, Any] | None:
-    """The committed evaluation's result record of `policy` on exactly `meta`'s episode, if there is one."""
-    return next((e.result for e in committed(meta.env, root) if e.meta == meta and e.policy == policy), None)
+def committed_model(env_id: str, agent: str, root: Path = EVAL_ROOT) -> str | None:
+    """The name the committed evaluation gives a local agent's model: "untrained" for local-untrained, the run's
+    shipped model (its summary's "final") for local; None for another agent or without a committed run."""
+    if agent == "local-untrained":
+        return "untrained"
+    path = root / env_id / "summary.json"
+    if agent != "local" or not path.is_file():
+        return None
+    final = json.loads(path.read_text(encoding="utf-8")).get("final")
+    return final if isinstance(final, str) else None
+
+
+def committed_episode(meta: EpisodeMeta, policy: str, root: Path = EVAL_ROOT) -> Entry | None:
+    """The committed evaluation's episode of `policy` on exactly `meta`'s episode (with its steps where the run
+    kept them), if there is one."""
+    return next((e for e in committed(meta.env, root) if e.meta == meta and e.policy == policy), None)
 
 
 def from_play(meta: EpisodeMeta, records: Sequence[Record]) -> list[Entry]:

@@ -23,8 +23,8 @@ from aaos.bench.report import GATE_MARGIN
 from aaos.core.html import esc, humanize, items, pill
 from aaos.core.spec import EnvSpec
 from aaos.data import data_dir
-from aaos.training.pipeline import beats, command
-from aaos.training.plots import LABELS, PLOTS
+from aaos.training.pipeline import command
+from aaos.training.plots import LABELS, PLOTS, label
 from aaos.ui import formatting, prose
 from aaos.ui.wiring import Outputs, Ui
 
@@ -32,8 +32,6 @@ RESULTS_ROOT = data_dir("results") / "training"
 """Where `aaos train` runs are committed, one folder per environment id."""
 DEFAULT_PRESET = "cpu"
 """The preset the command suggests for an environment without results (aaos train's default)."""
-TRAINED = "sft_grpo"
-"""The policy the verdicts judge: the model after SFT and GRPO."""
 BAR = "random"
 """The baseline a trained model must beat besides the untrained one (which may score nothing at all)."""
 PLOT_SLOTS: dict[str, str] = {name: f"training_{name.removesuffix('.png')}" for name in PLOTS}
@@ -57,6 +55,7 @@ class Gate(_Strict):
 class Dataset(_Strict):
     episodes: int
     sft_rows: int
+    dagger_rows: int
     grpo_prompts: int
 
 
@@ -94,11 +93,13 @@ class Summary(_Strict):
     seed: int
     model: str
     mode: str
+    final: str
+    """The model the run ships (the one after its last training stage): the policy the verdicts judge."""
+    trained: list[str]
     dataset: Dataset
     holdout: list[HoldoutRow]
     beats_untrained: bool
-    beats_random: bool | None = None
-    """Absent from summaries written before it was recorded: `verdicts` then reads it from the holdout rows."""
+    beats_random: bool
     gate_vs_champion: Gate
     stage_seconds: dict[str, float | None]
 
@@ -155,7 +156,7 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("Policy", lambda r: LABELS.get(r.policy, r.policy)),
+    Column("Policy", lambda r: label(r.policy)),
     Column("Holdout episodes", lambda r: str(r.episodes)),
     Column("Mean score (95 % CI)", lambda r: f"{r.mean_score:.3f} ({r.ci_low:.3f}\u2013{r.ci_high:.3f})"),
     Column("Valid actions", lambda r: _share(r.valid_action_rate)),
@@ -170,47 +171,34 @@ def _component(name: str) -> Column:
     return Column(humanize(name), lambda r: _number(r.component(name)))
 
 
-def _board(rows: Sequence[HoldoutRow], columns: Sequence[Column], elem_id: str) -> str:
+def _board(rows: Sequence[HoldoutRow], columns: Sequence[Column], elem_id: str, final: str) -> str:
     head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
-    body = "".join(('<tr class="aaos-trained">' if row.policy == TRAINED else "<tr>")
+    body = "".join(('<tr class="aaos-trained">' if row.policy == final else "<tr>")
                    + "".join(f"<td>{esc(c.cell(row))}</td>" for c in columns) + "</tr>" for row in rows)
     return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="{elem_id}"><thead><tr>{head}</tr>'
             f"</thead><tbody>{body}</tbody></table></div>")
 
 
-def table(rows: Sequence[HoldoutRow], spec: EnvSpec) -> str:
+def table(summary: Summary, spec: EnvSpec) -> str:
     """The holdout rows as two HTML tables, the scores and then the reward components (one table of both is wider
-    than the tab at 1280 px); each scrolls sideways on a narrow screen."""
+    than the tab at 1280 px); each scrolls sideways on a narrow screen. The shipped model's rows are marked."""
     components = [COLUMNS[0], *(_component(c.name) for c in spec.reward_components)]
-    return (_board(rows, COLUMNS, "aaos-training-board")
+    return (_board(summary.holdout, COLUMNS, "aaos-training-board", summary.final)
             + f'<h4 class="aaos-board-title">{esc(prose.TRAINING_COMPONENTS_TITLE)}</h4>'
-            + _board(rows, components, "aaos-training-components"))
+            + _board(summary.holdout, components, "aaos-training-components", summary.final))
 
 
-def _beats_random(summary: Summary) -> bool | None:
-    """Whether the trained model beats random legal actions on holdout: the summary's verdict, or (for a summary
-    written before it recorded one) the same rule applied to its rows; None without both rows."""
-    if summary.beats_random is not None:
-        return summary.beats_random
-    rows = {row.policy: row for row in summary.holdout}
-    if TRAINED not in rows or BAR not in rows:
-        return None
-    return beats(rows[TRAINED].model_dump(), rows[BAR].model_dump())
-
-
-def _verdict(beaten: bool | None) -> str:
-    if beaten is None:
-        return pill("not evaluated", "pending")
+def _verdict(beaten: bool) -> str:
     return pill("yes", "applied") if beaten else pill("no", "rejected")
 
 
 def verdicts(summary: Summary) -> str:
     """Whether the trained model beats the untrained one and random legal actions (each with its mean: an untrained
     model that scores nothing is a low bar), and the promotion gate against the champion with its reasons."""
-    trained = LABELS[TRAINED]
+    trained = label(summary.final)
     means = {row.policy: row.mean_score for row in summary.holdout}
     lines = "".join(f"<p>Beats {esc(LABELS[policy])} ({esc(_number(means.get(policy)))}): {_verdict(beaten)}</p>"
-                    for policy, beaten in (("untrained", summary.beats_untrained), (BAR, _beats_random(summary))))
+                    for policy, beaten in (("untrained", summary.beats_untrained), (BAR, summary.beats_random)))
     gate = summary.gate_vs_champion
     verdict = pill(gate.verdict.replace("_", " ").lower(), "applied" if gate.verdict == "PROMOTE" else "rejected")
     return (f'<div class="aaos-gate" id="aaos-training-verdicts">'
@@ -229,7 +217,9 @@ def about(spec: EnvSpec, summary: Summary) -> str:
     text = prose.TRAINING_ABOUT.format(
         model=summary.model, task=formatting.task_title(spec, summary.task), env=spec.title, preset=summary.preset,
         seed=summary.seed, episodes=summary.dataset.episodes, sft_rows=summary.dataset.sft_rows,
-        grpo_prompts=summary.dataset.grpo_prompts, mode=summary.mode, stages=stages or "not recorded",
+        later="".join(prose.TRAINING_LATER[stage].format(**summary.dataset.model_dump())
+                      for stage in summary.trained if stage in prose.TRAINING_LATER),
+        mode=summary.mode, stages=stages or "not recorded",
         minutes=sum(timed.values()) / 60)
     return f'<div class="aaos-training-about"><p>{esc(text)}</p></div>'
 
@@ -261,7 +251,7 @@ def view(env_id: str, root: Path = RESULTS_ROOT) -> View:
         return View(formatting.message(note), produce, prose.TRAINING_PRODUCE)
     summary = evidence.summary
     return View(about(spec, summary), command(env_id, summary.task, summary.preset, summary.seed),
-                prose.TRAINING_REPRODUCE, found=True, table=table(summary.holdout, spec),
+                prose.TRAINING_REPRODUCE, found=True, table=table(summary, spec),
                 verdicts=verdicts(summary), plots=evidence.plots)
 
 

@@ -32,7 +32,8 @@ NOT_EPISODES = ("its lines are neither trajectory records (with a joint_action) 
 UNKNOWN_ENV = "environment {env!r} is not registered here"
 TOO_LONG = "it has {count:,} lines; the Replay tab reads at most {limit:,}"
 MODEL_NOT_REPLAYED = ("{policy} is a model and its result record holds no steps: it cannot be replayed without them "
-                      "(aaos bench --trajectories, or aaos train's evaluation with trajectories, records them)")
+                      "(aaos bench --trajectories records them; aaos train keeps those of the untrained and the "
+                      "shipped model)")
 FAILED_EPISODE = "the episode failed ({error})"
 OTHER_VERSIONS = ("it was played under {env} v{version}, reward v{reward}; this checkout has v{current}, reward "
                   "v{current_reward}, which would play and score it differently")
@@ -56,6 +57,8 @@ ARENA_INTRO = (
 ARENA_NONE = "none"
 ARENA_LOCAL_COMMITTED = ("{problem}. This lane shows the model's committed evaluation episode (results/training) "
                          "instead: that record holds its scores, not its steps.")
+ARENA_LOCAL_REPLAYED = ("{problem}. This lane replays the model's committed evaluation episode (results/training), "
+                        "step by step: the actions it chose when it was evaluated.")
 ARENA_OTHER_VERSIONS = " Not comparable with the live lanes: {why}."
 ARENA_LOCAL_MISSING = ("{problem}. No committed evaluation episode of it matches this episode; the committed ones "
                        "are: {episodes}.")

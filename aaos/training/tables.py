@@ -1,0 +1,127 @@
+"""The committed training results as Markdown tables, read from their summaries, for README.md and docs/training.md.
+
+A document holds a table between two markers, `<!-- training:NAME -->` and `<!-- /training:NAME -->`, where NAME is
+`overview` (one row per environment) or an environment id (that run's holdout rows). `python -m
+aaos.training.tables` rewrites every such block from results/training/<env>/summary.json;
+tests/test_training_tables.py fails while a block says anything else, so the documents cannot drift from the
+evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aaos.data import data_dir
+from aaos.training.plots import LEGAL, label
+
+RESULTS = data_dir("results") / "training"
+DOCUMENTS = ("README.md", "docs/training.md")
+"""The documents (relative to the repository) whose blocks `main` rewrites."""
+BLOCK = re.compile(r"(<!-- training:(?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /training:(?P=name) -->)", re.S)
+
+Summary = Mapping[str, Any]
+
+
+def summaries(root: Path = RESULTS) -> dict[str, Summary]:
+    """Every committed run's summary, by environment id (sorted)."""
+    return {path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+            for path in sorted(root.glob("*/summary.json"))}
+
+
+def _rows(summary: Summary) -> dict[str, Mapping[str, Any]]:
+    return {row["policy"]: row for row in summary["holdout"]}
+
+
+def _score(row: Mapping[str, Any] | None, ci: bool = True) -> str:
+    if row is None:
+        return "—"
+    mean = f"{row['mean_score']:.3f}"
+    return f"{mean} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if ci else mean
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f} %"
+
+
+def _minutes(summary: Summary) -> str:
+    return f"{sum(s for s in summary['stage_seconds'].values() if s is not None) / 60:.0f} min"
+
+
+def overview(found: Mapping[str, Summary]) -> str:
+    """One row per environment: the baselines, the model untrained and as shipped, the verdict and the time."""
+    lines = ["| environment, task | episodes a policy | noop | random | champion | untrained | shipped model "
+             "(95 % CI) | beats random | hard violations / episode (shipped) | one command on 2 cores |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for env, summary in found.items():
+        rows = _rows(summary)
+        final = rows[summary["final"]]
+        lines.append(
+            f"| {env}, {summary['task']} | {final['episodes']} | {_score(rows['noop'], False)} | "
+            f"{_score(rows['random'])} | {_score(rows['heuristic'], False)} | {_score(rows['untrained'], False)} | "
+            f"**{_score(final)}** ({label(summary['final'])}) | {'yes' if summary['beats_random'] else 'no'} | "
+            f"{final['hard_violations_per_episode']:.2f} | {_minutes(summary)} |")
+    return "\n".join(lines) + "\n"
+
+
+def detail(summary: Summary) -> str:
+    """One run's holdout rows: every policy's score with its CI, valid actions, hard violations, time an episode
+    and its mean of every reward component."""
+    components = summary["components"]
+    lines = ["| policy | holdout score (95 % CI) | valid actions | hard violations / episode | s / episode | "
+             + " | ".join(components) + " |", "|---" * (5 + len(components)) + "|"]
+    for row in summary["holdout"]:
+        name = label(row["policy"])
+        shipped = row["policy"] == summary["final"]
+        seconds = "—" if row["valid_action_rate"] is None else f"{row['mean_episode_s']:.0f}"
+        means = " | ".join("—" if row.get(f"mean_{c}") is None else f"{row[f'mean_{c}']:.3f}" for c in components)
+        lines.append(f"| {f'**{name}** (shipped)' if shipped else name} | {_score(row)} | "
+                     f"{_share(row['valid_action_rate'])} | {row['hard_violations_per_episode']:.2f} | {seconds} | "
+                     f"{means} |")
+    legal = summary["final"] + LEGAL
+    if legal in _rows(summary):
+        lines.append(f"\n`{label(legal)}`: the shipped model once more, decoding every legal call instead of only "
+                     "those the environment's guardrail admits.")
+    return "\n".join(lines) + "\n"
+
+
+def blocks(found: Mapping[str, Summary]) -> dict[str, Callable[[], str]]:
+    """Every block a document may hold, by name."""
+    made: dict[str, Callable[[], str]] = {"overview": lambda: overview(found)}
+    for env, summary in found.items():
+        made[env] = lambda summary=summary: detail(summary)
+    return made
+
+
+def render(text: str, found: Mapping[str, Summary]) -> str:
+    """`text` with every training block rewritten from the summaries; KeyError naming a block no summary gives."""
+    made = blocks(found)
+
+    def body(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name not in made:
+            raise KeyError(f"no committed run gives the training block {name!r}")
+        return f"{match[1]}{made[name]()}{match[4]}"
+
+    return BLOCK.sub(body, text)
+
+
+def main(argv: Sequence[str] | None = None, root: Path = Path(".")) -> int:
+    """Rewrite the training blocks of the documents (or of the paths given); prints each file it changed."""
+    found = summaries()
+    for name in argv or DOCUMENTS:
+        path = root / name
+        text = path.read_text(encoding="utf-8")
+        new = render(text, found)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"rewrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
