@@ -218,7 +218,12 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     page.locator("#aaos-replay-episode input").click()
     page.get_by_role("option", name=tuned.label, exact=True).click()
     expect(page.locator("#aaos-replay-at")).to_have_text(f"1 / {tuned.result['steps']}")
-    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{tuned.score:.3f}")
+    expect(page.locator("#aaos-replay-note")).to_contain_text(f"score {tuned.score:.3f}")
+    sft = next(e for e in found if e.policy == "sft")  # a model whose steps were not kept: its scores only
+    page.locator("#aaos-replay-episode input").click()
+    page.get_by_role("option", name=sft.label, exact=True).click()
+    expect(page.locator("#aaos-replay-note")).to_contain_text("sft is a model")
+    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{sft.score:.3f}")
     session = played(COS, 4, "random")  # kept: its download folder goes with it
     trajectory, _ = session.export()
     page.locator("#aaos-replay-source").get_by_text("An uploaded JSONL file").click()
