@@ -16,18 +16,9 @@ import aaos
 from aaos.agents.local_model import ADAPTER_FILE
 from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
-from aaos.training.pipeline import (
-    BASELINES,
-    PRESET_FIELDS,
-    PRESETS,
-    PUBLISHED,
-    STAGES,
-    Preset,
-    Run,
-    collect,
-    publish,
-)
+from aaos.training.pipeline import BASELINES, PUBLISHED, STAGES, Run, collect, publish
 from aaos.training.plots import PLOTS
+from aaos.training.presets import PRESET_FIELDS, PRESETS, Preset
 
 PNG = b"\x89PNG\r\n\x1a\n"
 MODELS = tuple(PRESETS["mini"].evaluated())

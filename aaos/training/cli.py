@@ -119,7 +119,8 @@ def _train_q(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     require_extra("train")
-    from aaos.training.pipeline import PRESETS, Run, publish, train
+    from aaos.training.pipeline import Run, publish, train
+    from aaos.training.presets import PRESETS
 
     task = args.task or aaos.spec(args.env).default_task
     run_ = Run(args.out, args.env, task, args.preset, PRESETS[args.preset], args.seed)

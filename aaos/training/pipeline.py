@@ -54,97 +54,14 @@ from aaos.policies import PolicySpec, baseline
 from aaos.training.dagger import dagger_rows
 from aaos.training.episodes import Record, play, read_episodes, read_jsonl
 from aaos.training.grpo import grpo_rows
-from aaos.training.plots import LEGAL, PLOTS
+from aaos.training.plots import PLOTS
+from aaos.training.presets import PRESET_FIELDS, TRAINING_STAGES, Preset
 from aaos.training.sft import sft_rows
 
 STAGES = ("collect", "sft", "dagger", "grpo", "export", "evaluate", "report")
-TRAINING_STAGES = ("sft", "dagger", "grpo")
-"""The stages that train an adapter (adapters/<stage>); the model after each is evaluated under the stage's name."""
 BASELINES = ("noop", "random", "heuristic")
 MODE = "compact"
 
-
-@dataclass(frozen=True)
-class Preset:
-    """How much of everything a run does.
-
-    train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x
-    grad_accumulation rows. dagger_rounds: DAgger rounds (0: none), each of dagger_episodes episodes the model plays
-    (the train scenarios in turn, on train seeds after the champion's) and dagger_steps optimizer steps.
-    lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer blocks (None: of all of
-    them); backpropagation stops at the lowest of them (~40 s against ~44 s a step of 4 rows of ~1,200 tokens
-    here). grpo_steps: GRPO steps, each of one prompt and grpo_generations
-    completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per
-    scenario for every policy; eval_scenarios: how many scenarios (see eval_plan; None: all)."""
-
-    train_seeds: int
-    sft_steps: int
-    batch_size: int
-    grad_accumulation: int
-    learning_rate: float
-    lora_rank: int
-    lora_layers: int | None
-    grpo_steps: int
-    grpo_generations: int
-    grpo_completion_tokens: int
-    grpo_temperature: float
-    grpo_learning_rate: float
-    eval_seeds: int
-    eval_scenarios: int | None
-    dagger_rounds: int = 0
-    dagger_episodes: int = 0
-    dagger_steps: int = 0
-    max_length: int = 3072
-
-    def trained(self) -> tuple[str, ...]:
-        """The training stages this preset runs, in order (SFT always)."""
-        steps = {"sft": self.sft_steps, "dagger": self.dagger_rounds * self.dagger_steps, "grpo": self.grpo_steps}
-        return tuple(stage for stage in TRAINING_STAGES if stage == "sft" or steps[stage] > 0)
-
-    def final(self) -> str:
-        """The model a run ships (its adapter is published): the one after the last training stage."""
-        return self.trained()[-1]
-
-    def watched(self) -> tuple[str, ...]:
-        """The models whose evaluation episodes are kept step by step (eval_steps.jsonl), for the Space's Replay
-        and Arena tabs: the untrained one and the one a run ships."""
-        return ("untrained", self.final())
-
-    def evaluated(self) -> dict[str, tuple[str | None, Decoding]]:
-        """Each model the evaluation plays: its adapter (None: the base model) and its decoding
-        (LLMConfig.decoding). Every model decodes only the legal calls the environment's guardrail admits; the final
-        one plays once more decoding every legal call, which measures what that constraint does."""
-        return {"untrained": (None, "safe"), **{stage: (stage, "safe") for stage in self.trained()},
-                self.final() + LEGAL: (self.final(), "legal")}
-
-
-PRESET_FIELDS: dict[str, tuple[str, ...]] = {
-    "collect": ("train_seeds",),
-    "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
-            "max_length"),
-    "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps"),
-    "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
-    "evaluate": ("eval_seeds", "eval_scenarios"),
-}
-"""The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
-
-PRESETS: dict[str, Preset] = {
-    "cpu": Preset(train_seeds=4, sft_steps=100, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
-                  lora_layers=10, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
-                  grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4,
-                  dagger_rounds=1, dagger_episodes=6, dagger_steps=40),
-    "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
-                  lora_layers=None, grpo_steps=100, grpo_generations=8, grpo_completion_tokens=160,
-                  grpo_temperature=0.9, grpo_learning_rate=1e-5, eval_seeds=3, eval_scenarios=None,
-                  dagger_rounds=2, dagger_episodes=16, dagger_steps=150),
-    "mini": Preset(train_seeds=1, sft_steps=2, batch_size=1, grad_accumulation=1, learning_rate=3e-4, lora_rank=4,
-                   lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
-                   grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, dagger_rounds=1, dagger_episodes=1,
-                   dagger_steps=1, max_length=4096),
-}
-"""cpu: aims at about 45 minutes on 2 cores, no GRPO (4 steps of it, all a CPU affords, did not move the holdout
-score: docs/training.md); gpu: an accelerator; mini: every stage on a sliver, for the tests (checks the files, not
-the scores). docs/training.md has the measured times."""
 
 LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 """Every linear layer of a llama block (all of which llama.cpp's GGUF LoRA adapters can carry)."""
