@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,12 +89,9 @@ def detail(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def blocks(found: Mapping[str, Summary]) -> dict[str, Callable[[], str]]:
+def blocks(found: Mapping[str, Summary]) -> dict[str, str]:
     """Every block a document may hold, by name."""
-    made: dict[str, Callable[[], str]] = {"overview": lambda: overview(found)}
-    for env, summary in found.items():
-        made[env] = lambda summary=summary: detail(summary)
-    return made
+    return {"overview": overview(found), **{env: detail(summary) for env, summary in found.items()}}
 
 
 def render(text: str, found: Mapping[str, Summary]) -> str:
@@ -105,7 +102,7 @@ def render(text: str, found: Mapping[str, Summary]) -> str:
         name = match["name"]
         if name not in made:
             raise KeyError(f"no committed run gives the training block {name!r}")
-        return f"{match[1]}{made[name]()}{match[4]}"
+        return f"{match[1]}{made[name]}{match[4]}"
 
     return BLOCK.sub(body, text)
 
