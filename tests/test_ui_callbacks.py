@@ -247,6 +247,20 @@ def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> 
     assert session.agent is None
 
 
+def test_a_runs_signal_that_lands_after_a_reset_redraws_the_new_episode() -> None:
+    """Run draws through a signal and the redraw of the session's latest drawing: a signal the page applies after a
+    reset (its run's updates lag behind) draws the fresh episode, never the run's step."""
+    session = reset()["session"]
+    runs = play_tab.signalling(play_tab.run_agent)(None, session, "heuristic", 0, "engineer", None, False)
+    signals = [next(runs), next(runs)]
+    assert all(set(s) == {"session", "drawn"} for s in signals) and signals[0]["drawn"] < signals[1]["drawn"]
+    assert "2 / 50" in play_tab.redraw(session)["status"]
+    fresh = reset(session)
+    late = play_tab.redraw(session)
+    assert late == fresh and "0 / 50" in late["status"] and "playing" not in late["message"]
+    assert list(runs) == [] and play_tab.redraw(None) == {}
+
+
 def test_export_writes_the_trajectory_and_the_action_log() -> None:
     session = reset(task="org_simulation")["session"]
     out = play_tab.export(None, session)

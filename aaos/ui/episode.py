@@ -58,8 +58,18 @@ def render(session: Session, note: str, kind: str = "info") -> Outputs:
 
 
 def full(session: Session, note: str, kind: str, form: composer.Form) -> Outputs:
-    """FULL: the episode and the form."""
-    return {"session": session, **render(session, note, kind), **composer.composer(session, *form)}
+    """FULL: the episode and the form; with the session's lock held, it becomes the session's latest drawing."""
+    session.drawn = {"session": session, **render(session, note, kind), **composer.composer(session, *form)}
+    session.draws += 1
+    return session.drawn
+
+
+def redraw(session: Session | None) -> Outputs:
+    """The session's latest drawing (a Step or Run changed it). Outputs: FULL."""
+    if session is None:
+        return {}
+    with session.lock:
+        return session.drawn
 
 
 def note(text: str, kind: str) -> Outputs:

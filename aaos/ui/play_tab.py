@@ -7,7 +7,9 @@ change re-renders), composer.py (the form and the queue) and agent_run.py (Step,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import gradio as gr
 
@@ -28,8 +30,8 @@ from aaos.ui.composer import (
     queue_action,
     toggle_raw,
 )
-from aaos.ui.episode import ENV_CHOICES, FULL, choose_env, choose_seed, episode_choices, export, reset
-from aaos.ui.wiring import Ui
+from aaos.ui.episode import ENV_CHOICES, FULL, choose_env, choose_seed, episode_choices, export, redraw, reset
+from aaos.ui.wiring import SESSION_TTL_S, Outputs, Ui
 
 OTHERS: tuple[tuple[str, str], ...] = (("Do nothing (no_op)", "no_op"), ("The agent under Agent run decides", "agent"))
 """What roles without a queued action do on Step (session.Others)."""
@@ -51,8 +53,10 @@ __all__ = [
     "export",
     "form_fields",
     "queue_action",
+    "redraw",
     "reset",
     "run_agent",
+    "signalling",
     "step",
     "stop_agent",
     "toggle_raw",
@@ -104,6 +108,7 @@ def build_status(ui: Ui, env_id: str | None = None) -> None:
     ui["status"] = gr.HTML(elem_id="aaos-status-box")
     ui["model_usage"] = gr.HTML(visible=False, elem_id="aaos-usage-box")
     ui["message"] = gr.HTML(elem_id="aaos-message")
+    ui["drawn"] = gr.State(None, time_to_live=SESSION_TTL_S)  # Step's and Run's signal to redraw (`signalling`)
     with gr.Row(equal_height=False, elem_id="aaos-stepbar"):
         spec = aaos.spec(env_id or aaos.env_ids()[0])  # the environment the page opens on
         ui["others"] = gr.Radio(list(OTHERS), value=OTHERS[0][1], label=prose.others_label(spec),
@@ -149,13 +154,15 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     episode = ("session", "env", "task", "scenario", "seed", "role", "raw")
     model = ("mode", "model_name", "base_url", "token")
     slots = (*CHOICE_SLOTS, *TEXT_SLOTS)
-    # An agent's steps (Step and Run) are cancelled by every control that starts another episode: the page then
-    # drops any update of theirs still on its way, so that none can land after the new episode is drawn.
-    stepping = ui.event(ui["step"].click, step, ("session", "others", "role", "action_type", "raw", "policy", *model),
-                        FULL)
-    running = ui.event(ui["run"].click, run_agent, ("session", "policy", "delay", "role", "action_type", "raw", *model),
-                       FULL)
+    signal = ("session", "drawn", "message")
+    # An agent's steps (Step and Run) are cancelled by every control that starts another episode, and draw through
+    # the redraw (see `signalling`).
+    stepping = ui.event(ui["step"].click, signalling(step),
+                        ("session", "others", "role", "action_type", "raw", "policy", *model), signal)
+    running = ui.event(ui["run"].click, signalling(run_agent),
+                       ("session", "policy", "delay", "role", "action_type", "raw", *model), signal)
     new_episode = {"cancels": [stepping, running]}
+    ui.event(ui["drawn"].change, redraw, ("session",), FULL)
     ui.event(blocks.load, reset, episode, FULL)
     ui.event(ui["env"].input, choose_env, ("session", "env", "raw"), (*FULL, *ENV_CHOICES), **new_episode)
     ui.event(ui["reset"].click, reset, episode, FULL, **new_episode)
@@ -174,3 +181,21 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     ui.event(ui["export"].click, export, ("session",), ("session", "files", "message"), show_progress="full")
 
 
+def signalling(handler: Callable[..., Iterator[Outputs]]) -> Callable[..., Iterator[Outputs]]:
+    """`handler` (Step or Run), its drawings (FULL) replaced by a signal: the count of the session's drawings, whose
+    change starts the redraw of the session's latest one; its messages alone go as they are.
+
+    Gradio applies each event's updates in that event's own loop in the page, so a run's update sent just before
+    a new episode's can still land after it (a busy page lags behind a run). A redraw only draws what the session
+    shows now, so a late one draws nothing stale."""
+    @functools.wraps(handler)
+    def signals(*args: Any, **kwargs: Any) -> Iterator[Outputs]:
+        updates = handler(*args, **kwargs)
+        try:
+            for outputs in updates:
+                session = outputs.get("session")
+                yield outputs if session is None else {"session": session, "drawn": session.draws}
+        finally:
+            updates.close()
+
+    return signals
