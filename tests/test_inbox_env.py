@@ -343,6 +343,23 @@ def test_the_guardrail_stops_unlabelled_and_unread_closes() -> None:
     assert guardrail(ROLE, close, view()) is None
 
 
+def test_the_guardrail_stops_a_second_label_and_reopening_the_open_email() -> None:
+    """A label already set and the email already open are steps that change nothing: a small model repeating one
+    (it loops on the state it leaves unchanged) is refused them under guardrail decoding."""
+    env = make("easy")
+    view = lambda: env.observation()["agent_observations"][ROLE]  # noqa: E731
+    email, other = (e["id"] for e in view()["inbox"][:2])
+    for kind, field, value in (("classify_email", "category", "billing"), ("set_priority", "level", "low")):
+        label = action(kind, email_id=email, **{field: value})
+        assert guardrail(ROLE, label, view()) is None
+        act(env, kind, email_id=email, **{field: value})
+        assert guardrail(ROLE, label, view()) == "already_labelled"
+        assert guardrail(ROLE, action(kind, email_id=other, **{field: value}), view()) is None
+    act(env, "open_email", email_id=email)
+    assert guardrail(ROLE, action("open_email", email_id=email), view()) == "already_open"
+    assert guardrail(ROLE, action("open_email", email_id=other), view()) is None
+
+
 def test_scenario_files_load_and_say_what_is_wrong(tmp_path: Path) -> None:
     shipped = Path(aaos.envs.inbox.scenario.SCENARIOS.folder) / "saas_helpdesk.json"
     assert KIT.scenario_file is not None and KIT.scenario_file(str(shipped)).id == "saas_helpdesk"
