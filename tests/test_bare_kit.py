@@ -129,7 +129,7 @@ def test_the_spaces_play_tab_builds_and_steps_it() -> None:
     refused = list(play_tab.step(None, session, "agent", "inspector", None, False, "heuristic"))[-1]
     assert "has no champion" in refused["message"] and session.step_count == 1  # nothing changed
     for _ in range(SPEC.task("ship_all").max_steps):  # a run stops at a rejected action (two roles, one parcel)
-        for out in play_tab.run_agent(None, session, "random", 0, "packer", None, False):
+        for out in play_tab.run_agent(None, session, "random", 0):
             assert_no_reprs(out)
         if session.done:
             break

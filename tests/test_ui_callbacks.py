@@ -179,7 +179,7 @@ def test_roles_without_an_action_do_nothing_by_default() -> None:
 
 def test_stepping_a_finished_episode_is_refused() -> None:
     session = reset(task="org_simulation")["session"]
-    for _ in play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False):
+    for _ in play_tab.run_agent(None, session, "heuristic", 0):
         pass
     assert session.done
     before = fingerprint(session)
@@ -192,7 +192,7 @@ def test_stepping_a_finished_episode_is_refused() -> None:
 @pytest.mark.parametrize("policy", ["heuristic", "random"])
 def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
     session = reset(task="crisis_management", scenario="silent_data_drift", seed=3)["session"]
-    outputs = list(play_tab.run_agent(None, session, policy, 0, "engineer", None, False))
+    outputs = list(play_tab.run_agent(None, session, policy, 0))
     assert [int(o["status"].split('id="aaos-stat-step">')[1].split(" /")[0]) for o in outputs] == list(
         range(1, len(outputs) + 1))
     assert session.done and "final" in outputs[-1]["status"] and "Episode over, final score" in outputs[-1]["message"]
@@ -211,12 +211,12 @@ def test_agent_run_streams_every_step_to_the_final_score(policy: str) -> None:
 def test_agent_run_continues_a_manual_episode_and_restarts_a_finished_one() -> None:
     session = reset(task="org_simulation")["session"]
     step(session)
-    runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play_tab.run_agent(None, session, "heuristic", 0)
     first = next(runs)
     assert first["session"].step_count == 2
     for _ in runs:
         pass
-    first = next(play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False))
+    first = next(play_tab.run_agent(None, session, "heuristic", 0))
     assert first["session"].step_count == 1 and not session.done
 
 
@@ -225,7 +225,7 @@ def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> 
     idle = play_tab.stop_agent(session)
     assert "No agent is running" in idle["message"]
 
-    runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play_tab.run_agent(None, session, "heuristic", 0)
     next(runs)
     next(runs)
     assert play_tab.stop_agent(session) == {}
@@ -233,14 +233,14 @@ def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> 
     assert len(last) == 1 and "Agent stopped at step 2" in last[0]["message"] and "2 / 50" in last[0]["status"]
     assert session.step_count == 2 and session.agent is None
 
-    runs = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    runs = play_tab.run_agent(None, session, "heuristic", 0)
     next(runs)
     reset(session)
     assert list(runs) == [] and session.step_count == 0
 
-    first = play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False)
+    first = play_tab.run_agent(None, session, "heuristic", 0)
     next(first)
-    second = play_tab.run_agent(None, session, "random", 0, "engineer", None, False)
+    second = play_tab.run_agent(None, session, "random", 0)
     next(second)
     assert list(first) == [] and session.step_count == 2 and session.agent is not None
     second.close()
@@ -259,6 +259,50 @@ def test_a_runs_signal_that_lands_after_a_reset_redraws_the_new_episode() -> Non
     late = play_tab.redraw(session)
     assert late == fresh and "0 / 50" in late["status"] and "playing" not in late["message"]
     assert list(runs) == [] and play_tab.redraw(None) == {}
+
+
+def test_only_the_redraw_draws_the_episode_one_at_a_time() -> None:
+    """Two events drawing the same components race in the page and in what Gradio keeps per browser session (a
+    dropdown's choices): every event that changes the episode signals, and the redraw alone draws it."""
+    blocks = build_blocks()
+    status = next(b for b in blocks.blocks.values() if getattr(b, "elem_id", None) == "aaos-status-box")
+    drawing = [fn for fn in blocks.fns.values() if any(block is status for block in fn.outputs)]
+    assert [fn.name for fn in drawing] == ["redraw"] and drawing[0].concurrency_limit == 1
+    session = reset()["session"]
+    signal = play_tab.signalling(play_tab.reset)(None, session, "inbox", "easy", "saas_helpdesk", 0, "triage_agent",
+                                                    False)
+    assert set(signal) == {"session", "drawn"} and signal["drawn"] == session.draws
+    assert "0 / " in play_tab.redraw(session)["status"] and session.meta.env == "inbox"
+
+
+def test_a_runs_steps_leave_the_form_to_the_user_and_a_new_form_is_drawn_once() -> None:
+    """A person composing an action during a run (a mixed team, live) keeps the form: a run's drawings leave it
+    out, and the form a new episode draws is sent by one redraw, not again with every step after it."""
+    session = reset()["session"]
+    composed = set(play_tab.COMPOSER)
+    assert composed <= set(play_tab.redraw(session)) and not composed & set(play_tab.redraw(session))
+    updates = list(play_tab.run_agent(None, session, "heuristic", 0))
+    assert session.done and all(not composed & set(update) for update in updates)
+    assert "50 / 50" in play_tab.redraw(session)["status"]
+    reset(session, task="org_simulation")
+    assert composed <= set(play_tab.redraw(session))
+
+
+def test_choosing_what_is_already_played_starts_no_episode_and_leaves_a_run_going() -> None:
+    """Gradio's dropdown fires `input` whenever its list closes or it loses focus, also without a new choice: the
+    environment, task or scenario being played is no new episode, and a run goes on."""
+    session = reset()["session"]
+    runs = play_tab.run_agent(None, session, "heuristic", 0)
+    next(runs)
+    assert play_tab.choose_env(None, session, "org", False) == {}
+    same = ("org", "full_episode", "product_launch_failure", 0, "engineer", False)
+    assert play_tab.choose_episode(None, session, *same) == {}
+    next(runs)
+    assert session.step_count == 2 and session.agent is not None
+    other = play_tab.choose_episode(None, session, "org", "org_simulation", "product_launch_failure", 0, "engineer",
+                                    False)
+    assert list(runs) == [] and session.agent is None and session.meta.task == "org_simulation"
+    assert "0 / " in other["status"] and "New episode" in message_of(other)
 
 
 def test_export_writes_the_trajectory_and_the_action_log() -> None:
@@ -414,13 +458,13 @@ def test_raw_toggle_carries_the_form_values_into_the_json() -> None:
 
 def test_nothing_renders_as_a_python_repr_over_a_random_episode() -> None:
     session = reset(scenario="policy_change_shock", seed=7)["session"]
-    for outputs in play_tab.run_agent(None, session, "random", 0, "operations", None, False):
+    for outputs in play_tab.run_agent(None, session, "random", 0):
         assert_no_reprs(outputs)
     assert session.done
 
 
 def test_the_environment_choice_lists_tasks_and_scenarios_of_both_splits() -> None:
-    out = play_tab.choose_env(None, reset()["session"], "org", False)
+    out = play_tab.choose_env(None, None, "org", False)
     tasks, scenarios = out["task"], out["scenario"]
     bench = benchmark_tab.choose_env("org")
     bench_tasks, bench_scenarios = bench["bench_tasks"], bench["bench_scenarios"]
@@ -447,7 +491,7 @@ def test_text_formatting_never_shows_python_values() -> None:
 
 def test_the_timeline_shows_the_newest_entries_first_and_says_when_it_is_cut() -> None:
     session = reset()["session"]
-    for _ in play_tab.run_agent(None, session, "random", 0, "engineer", None, False):
+    for _ in play_tab.run_agent(None, session, "random", 0):
         pass
     timeline = formatting.timeline(session.observation, session.records)
     steps = [int(s) for s in re.findall(r'class="aaos-tl-step">step (\d+)<', timeline)]
@@ -497,7 +541,7 @@ def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: s
     assert "Queued for Inspector: inspect" in queued["message"] and "Queued:" in queued["cards"]
     out = list(play_tab.step(None, session, "agent", "inspector", None, False))[-1]
     assert "1 / 12" in out["status"] and parcel in out["cards"]
-    for out in play_tab.run_agent(None, session, "heuristic", 0, "packer", None, False):
+    for out in play_tab.run_agent(None, session, "heuristic", 0):
         assert_no_reprs(out)
     report = out["report"]["value"]  # the toy's kit has no report: only the verdict
     assert session.done and 'id="aaos-verdict"' in report and 'id="aaos-report"' not in report
@@ -507,7 +551,7 @@ def test_choosing_another_environment_starts_its_episode_drawn_by_its_kit(toy: s
 def test_the_end_of_episode_report_shows_once_the_episode_is_over() -> None:
     session = reset(task="org_simulation")["session"]
     assert not step(session)["report"]["visible"]
-    outputs = list(play_tab.run_agent(None, session, "heuristic", 0, "engineer", None, False))
+    outputs = list(play_tab.run_agent(None, session, "heuristic", 0))
     assert not outputs[-2]["report"]["visible"]
     report = outputs[-1]["report"]
     assert report["visible"] and "Episode report: score" in report["value"] and "Tasks delivered" in report["value"]
@@ -541,7 +585,7 @@ def test_the_reward_tab_explains_every_component_from_the_spec() -> None:
                                                  ("random", "below the champion")])
 def test_the_report_judges_the_score_against_the_champion_on_the_same_seed(policy: str, verdict: str) -> None:
     session = reset(task="org_simulation", seed=4)["session"]
-    outputs = list(play_tab.run_agent(None, session, policy, 0, "engineer", None, False))
+    outputs = list(play_tab.run_agent(None, session, policy, 0))
     report = outputs[-1]["report"]["value"]
     assert verdict in report and f"scores {champion_score(session.meta):.3f}" in report
     violations = [v["rule"] for record in session.records for v in record["oversight_events"]]
@@ -570,7 +614,7 @@ def chip(report: str, name: str) -> str:
 def test_the_org_report_names_what_the_organisation_missed_and_counts_agree(policy: str, task: str, scenario: str,
                                                                              seed: int) -> None:
     session = reset(task=task, scenario=scenario, seed=seed)["session"]
-    report = list(play_tab.run_agent(None, session, policy, 0, "engineer", None, False))[-1]["report"]["value"]
+    report = list(play_tab.run_agent(None, session, policy, 0))[-1]["report"]["value"]
     state = session.env.state()
     arrived = [w for w in state["work"] if w["risk_id"] is None and w["arrives"] <= state["step"]]
     undelivered = [w["id"] for w in arrived if w["status"] != "completed"]

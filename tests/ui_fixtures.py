@@ -106,7 +106,7 @@ def step(session: Session, others: str = "no_op", role: str = "engineer", agent:
 def run_agent(session: Session, name: str, mode: str = "per_role", model: str | None = None,
               base_url: str | None = None, token: str | None = None) -> Iterator[dict[str, Any]]:
     """An agent run's updates, as the layout calls it (no delay between steps)."""
-    yield from play_tab.run_agent(None, session, name, 0, "engineer", None, False, mode, model, base_url, token)
+    yield from play_tab.run_agent(None, session, name, 0, mode, model, base_url, token)
 
 
 def run_benchmark(session: Session | None, policies: Sequence[str] = ("heuristic", "random"),

@@ -85,15 +85,14 @@ def step(request: gr.Request, session: Session | None, others: Others, role: str
     yield outputs
 
 
-def run_agent(request: gr.Request, session: Session | None, name: str, delay: float, role: str,
-              action_type: str | None, raw: bool, mode: str = "per_role", model: str | None = None,
-              base_url: str | None = None, token: str | None = None) -> Iterator[Outputs]:
+def run_agent(request: gr.Request, session: Session | None, name: str, delay: float, mode: str = "per_role",
+              model: str | None = None, base_url: str | None = None, token: str | None = None) -> Iterator[Outputs]:
     """Let an agent play the rest of the episode (a new one if it is over), yielding after every step; actions
-    queued meanwhile go with its next step (a mixed team, live). mode, model, base_url and token are the Model
-    settings (mode serves the local model too). Outputs: FULL."""
+    queued meanwhile go with its next step (a mixed team, live: its steps leave the form as the user has it).
+    mode, model, base_url and token are the Model settings (mode serves the local model too). Outputs: FULL but
+    the form."""
     session = current(session, request)
-    yield from play(session, name, max(0.0, float(delay or 0)), (role, action_type, raw), mode, model, base_url,
-                    token, steps=None)
+    yield from play(session, name, max(0.0, float(delay or 0)), None, mode, model, base_url, token, steps=None)
 
 
 def _model_config(name: str, mode: str, model: str | None, base_url: str | None,
@@ -105,7 +104,7 @@ def _model_config(name: str, mode: str, model: str | None, base_url: str | None,
     return agents.local_problem() if name in agents.LOCAL_AGENTS else None
 
 
-def play(session: Session, name: str, delay: float, form: composer.Form, mode: str, model: str | None,
+def play(session: Session, name: str, delay: float, form: composer.Form | None, mode: str, model: str | None,
          base_url: str | None, token: str | None, steps: int | None) -> Iterator[Outputs]:
     """The agent `name` plays `steps` steps (None: to the end of the episode, restarting a finished one), the
     queued actions going with each step. Ends with the episode, after `steps`, on Stop (checked between steps: a
@@ -190,7 +189,7 @@ def _wait(session: Session, run: int, future: Future[Any], what: str) -> Iterato
 
 
 def _steps(session: Session, run: int, policy: Policy, config: LLMConfig | None, label: str, delay: float,
-           form: composer.Form, steps: int | None) -> Iterator[Outputs]:
+           form: composer.Form | None, steps: int | None) -> Iterator[Outputs]:
     """The steps of `play`; the policy is closed when this ends, once any step in flight is done."""
     pending: Future[Any] | None = None
     prefix = f"{label} playing. " if steps is None else f"{label} decided the roles without a queued action. "

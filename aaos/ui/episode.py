@@ -1,6 +1,7 @@
 """The episode: what every event that changes it re-renders (the status bar, the cards, what needs attention, the
 end-of-episode report, the World, Reward and Logs tabs, the form) and the episode controls (environment, task,
-scenario, seed, Reset, Export). A new task or scenario, or an entered seed, starts its episode at once.
+scenario, seed, Reset, Export). A new task or scenario, or an entered seed, starts its episode at once; choosing
+the environment, task or scenario being played changes nothing.
 
 Every control that starts an episode first ends a running agent and waits for its run to end (Session.take_over),
 so that the page never shows the old episode after the new one. A bad seed or episode comes back as a readable
@@ -57,19 +58,24 @@ def render(session: Session, note: str, kind: str = "info") -> Outputs:
     }
 
 
-def full(session: Session, note: str, kind: str, form: composer.Form) -> Outputs:
-    """FULL: the episode and the form; with the session's lock held, it becomes the session's latest drawing."""
-    session.drawn = {"session": session, **render(session, note, kind), **composer.composer(session, *form)}
+def full(session: Session, note: str, kind: str, form: composer.Form | None) -> Outputs:
+    """FULL: the episode, and the form unless `form` is None (a run's steps leave it as the user has it); with the
+    session's lock held, it becomes the session's latest drawing."""
+    session.drawn = {"session": session, **render(session, note, kind)}
+    if form is not None:
+        session.form_drawn = composer.composer(session, *form)
     session.draws += 1
-    return session.drawn
+    return {**session.drawn, **session.form_drawn}
 
 
 def redraw(session: Session | None) -> Outputs:
-    """The session's latest drawing (a Step or Run changed it). Outputs: FULL."""
+    """The session's latest drawing, with the form's if no redraw has sent it yet (the only event that draws the
+    episode; see play_tab.signalling). Outputs: FULL."""
     if session is None:
         return {}
     with session.lock:
-        return session.drawn
+        form, session.form_drawn = session.form_drawn, {}
+        return {**session.drawn, **form}
 
 
 def note(text: str, kind: str) -> Outputs:
@@ -106,9 +112,10 @@ def choose_seed(session: Session | None, seed: float | None) -> Outputs:
 
 
 def reset(request: gr.Request, session: Session | None, env_id: str, task: str, scenario: str,
-          seed: float | None, role: str, raw: bool) -> Outputs:
+          seed: float | None, role: str, raw: bool, keep: tuple[str, ...] = ()) -> Outputs:
     """Start a new episode (also the page load), after ending any running agent; a bad choice keeps the current
-    episode. Outputs: FULL."""
+    episode. With `keep` (names of EpisodeMeta fields), an episode that already has these values is kept and
+    nothing changes. Outputs: FULL."""
     session = live(session)
     problem = _seed_problem(seed)
     text, kind = problem or "", "error"
@@ -119,8 +126,11 @@ def reset(request: gr.Request, session: Session | None, env_id: str, task: str, 
                 session = open_session(meta, request)
             else:
                 with session.lock:
+                    if _playing(session, meta, keep):
+                        return {}
                     session.take_over()
-                    session.reset(meta)
+                    if not _playing(session, meta, keep):  # the same choice, sent twice, may have started it
+                        session.reset(meta)
             text, kind = prose.new_episode(aaos.spec(env_id), formatting.episode_name(env_id, task, scenario),
                                            meta.seed), "ok"
         except ValueError as error:
@@ -131,15 +141,30 @@ def reset(request: gr.Request, session: Session | None, env_id: str, task: str, 
         return full(session, text, kind, (role, None, raw))
 
 
+def _playing(session: Session, meta: EpisodeMeta, keep: tuple[str, ...]) -> bool:
+    """Whether the session's episode has `meta`'s values of the fields `keep` names (none: never). Gradio's dropdown
+    also fires `input` when its list closes or it loses focus without a new choice: no reason for a new episode."""
+    return bool(keep) and all(getattr(session.meta, field) == getattr(meta, field) for field in keep)
+
+
+def choose_episode(request: gr.Request, session: Session | None, env_id: str, task: str, scenario: str,
+                   seed: float | None, role: str, raw: bool) -> Outputs:
+    """A task or scenario was picked: its episode starts (see `reset`), unless it is the one being played.
+    Outputs: FULL."""
+    return reset(request, session, env_id, task, scenario, seed, role, raw, keep=("env", "task", "scenario"))
+
+
 def choose_env(request: gr.Request, session: Session | None, env_id: str, raw: bool) -> Outputs:
-    """An environment was picked: a new episode of it with its default task and scenario, seed 0, its first role
-    in the form, its tasks and scenarios to choose from, and Step's choice worded for its roles. Outputs: FULL,
-    ENV_CHOICES. (The role is no input: the browser may still hold the previous environment's, which Gradio
-    would refuse.)"""
+    """An environment was picked: unless it is the one being played, a new episode of it with its default task
+    and scenario, seed 0, its first role in the form, its tasks and scenarios to choose from, and Step's choice
+    worded for its roles. Outputs: FULL, ENV_CHOICES. (The role is no input: the browser may still hold the
+    previous environment's, which Gradio would refuse.)"""
     tasks, scenarios = episode_choices(env_id)
     meta = default_meta(env_id)
     spec = aaos.spec(env_id)
-    outputs = reset(request, session, env_id, meta.task, meta.scenario, meta.seed, spec.roles[0], raw)
+    outputs = reset(request, session, env_id, meta.task, meta.scenario, meta.seed, spec.roles[0], raw, keep=("env",))
+    if not outputs:
+        return {}
     return {**outputs, "task": gr.update(choices=tasks, value=meta.task),
             "scenario": gr.update(choices=scenarios, value=meta.scenario), "seed": meta.seed,
             "others": gr.update(label=prose.others_label(spec))}

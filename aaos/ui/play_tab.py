@@ -8,6 +8,7 @@ change re-renders), composer.py (the form and the queue) and agent_run.py (Step,
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -30,7 +31,17 @@ from aaos.ui.composer import (
     queue_action,
     toggle_raw,
 )
-from aaos.ui.episode import ENV_CHOICES, FULL, choose_env, choose_seed, episode_choices, export, redraw, reset
+from aaos.ui.episode import (
+    ENV_CHOICES,
+    FULL,
+    choose_env,
+    choose_episode,
+    choose_seed,
+    episode_choices,
+    export,
+    redraw,
+    reset,
+)
 from aaos.ui.wiring import SESSION_TTL_S, Outputs, Ui
 
 OTHERS: tuple[tuple[str, str], ...] = (("Do nothing (no_op)", "no_op"), ("The agent under Agent run decides", "agent"))
@@ -108,7 +119,7 @@ def build_status(ui: Ui, env_id: str | None = None) -> None:
     ui["status"] = gr.HTML(elem_id="aaos-status-box")
     ui["model_usage"] = gr.HTML(visible=False, elem_id="aaos-usage-box")
     ui["message"] = gr.HTML(elem_id="aaos-message")
-    ui["drawn"] = gr.State(None, time_to_live=SESSION_TTL_S)  # Step's and Run's signal to redraw (`signalling`)
+    ui["drawn"] = gr.State(None, time_to_live=SESSION_TTL_S)  # the signal to redraw the episode (`signalling`)
     with gr.Row(equal_height=False, elem_id="aaos-stepbar"):
         spec = aaos.spec(env_id or aaos.env_ids()[0])  # the environment the page opens on
         ui["others"] = gr.Radio(list(OTHERS), value=OTHERS[0][1], label=prose.others_label(spec),
@@ -155,21 +166,20 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     model = ("mode", "model_name", "base_url", "token")
     slots = (*CHOICE_SLOTS, *TEXT_SLOTS)
     signal = ("session", "drawn", "message")
-    # An agent's steps (Step and Run) are cancelled by every control that starts another episode, and draw through
-    # the redraw (see `signalling`).
-    stepping = ui.event(ui["step"].click, signalling(step),
-                        ("session", "others", "role", "action_type", "raw", "policy", *model), signal)
-    running = ui.event(ui["run"].click, signalling(run_agent),
-                       ("session", "policy", "delay", "role", "action_type", "raw", *model), signal)
-    new_episode = {"cancels": [stepping, running]}
-    ui.event(ui["drawn"].change, redraw, ("session",), FULL)
-    ui.event(blocks.load, reset, episode, FULL)
-    ui.event(ui["env"].input, choose_env, ("session", "env", "raw"), (*FULL, *ENV_CHOICES), **new_episode)
-    ui.event(ui["reset"].click, reset, episode, FULL, **new_episode)
+    # Every event that changes the episode signals, and only the redraw draws it (see `signalling`). A control that
+    # starts another episode ends a run on the server (Session.take_over), never through Gradio's `cancels`: a
+    # cancelled Step's answer is dropped, and Gradio may call a cancelled generator again from its start.
+    ui.event(ui["drawn"].change, redraw, ("session",), FULL, concurrency_limit=1)
+    ui.event(blocks.load, signalling(reset), episode, signal)
+    ui.event(ui["step"].click, signalling(step),
+             ("session", "others", "role", "action_type", "raw", "policy", *model), signal)
+    ui.event(ui["run"].click, signalling(run_agent), ("session", "policy", "delay", *model), signal)
+    ui.event(ui["env"].input, signalling(choose_env), ("session", "env", "raw"), (*signal, *ENV_CHOICES))
+    ui.event(ui["reset"].click, signalling(reset), episode, signal)
     # A new task, scenario or (entered) seed starts its episode at once: what the sidebar shows is what is played.
-    ui.event(ui["task"].input, reset, episode, FULL, **new_episode)
-    ui.event(ui["scenario"].input, reset, episode, FULL, **new_episode)
-    ui.event(ui["seed"].submit, reset, episode, FULL, **new_episode)
+    ui.event(ui["task"].input, signalling(choose_episode), episode, signal)
+    ui.event(ui["scenario"].input, signalling(choose_episode), episode, signal)
+    ui.event(ui["seed"].submit, signalling(reset), episode, signal)
     ui.event(ui["seed"].input, choose_seed, ("session", "seed"), ("message",))
     ui.event(ui["role"].input, choose_action, form, ("session", *COMPOSER))
     ui.event(ui["action_type"].input, choose_action, form, ("session", *COMPOSER))
@@ -181,21 +191,35 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     ui.event(ui["export"].click, export, ("session",), ("session", "files", "message"), show_progress="full")
 
 
-def signalling(handler: Callable[..., Iterator[Outputs]]) -> Callable[..., Iterator[Outputs]]:
-    """`handler` (Step or Run), its drawings (FULL) replaced by a signal: the count of the session's drawings, whose
-    change starts the redraw of the session's latest one; its messages alone go as they are.
+def signalling(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """`handler` (a function or a generator) with its drawings (FULL) replaced by a signal: the count of the
+    session's drawings, whose change starts the redraw of the session's latest one; its other outputs, and a
+    message alone, go as they are.
 
-    Gradio applies each event's updates in that event's own loop in the page, so a run's update sent just before
-    a new episode's can still land after it (a busy page lags behind a run). A redraw only draws what the session
-    shows now, so a late one draws nothing stale."""
+    Gradio applies each event's updates in the page in that event's own loop, and keeps what they set (a
+    dropdown's choices) per browser session in the order the server finishes them, so two events drawing the same
+    components race: a run's update sent just before a new episode's could land after it. The redraw is the only
+    event that draws, one at a time, and each draws what the session shows when it runs."""
+    def signal(outputs: Outputs) -> Outputs:
+        session = outputs.get("session")
+        if session is None:
+            return outputs
+        return {**{k: v for k, v in outputs.items() if k not in FULL}, "session": session, "drawn": session.draws}
+
+    if inspect.isgeneratorfunction(handler):
+        @functools.wraps(handler)
+        def signals(*args: Any, **kwargs: Any) -> Iterator[Outputs]:
+            updates = handler(*args, **kwargs)
+            try:
+                for outputs in updates:
+                    yield signal(outputs)
+            finally:
+                updates.close()
+
+        return signals
+
     @functools.wraps(handler)
-    def signals(*args: Any, **kwargs: Any) -> Iterator[Outputs]:
-        updates = handler(*args, **kwargs)
-        try:
-            for outputs in updates:
-                session = outputs.get("session")
-                yield outputs if session is None else {"session": session, "drawn": session.draws}
-        finally:
-            updates.close()
+    def signals_once(*args: Any, **kwargs: Any) -> Outputs:
+        return signal(handler(*args, **kwargs))
 
-    return signals
+    return signals_once

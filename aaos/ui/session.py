@@ -82,8 +82,9 @@ class Session:
     notified (with the lock) when a run must give way or has ended.
     model_usage: the model's accounting in the current episode's run. benchmark: this tab's running or latest
     benchmark (its plan holds the OpenAI-compatible model's config, token included, if it used one).
-    drawn: the page's latest full drawing (episode.full's outputs), which a Step or Run draws through a redraw;
-    draws: how many drawings there have been (Step's and Run's signal to redraw).
+    drawn: the episode's latest drawing (episode.full's outputs but the form), which the redraw sends; form_drawn:
+    the form's latest drawing until a redraw sends it (a run's steps leave the form to the user); draws: how many
+    drawings there have been (the signal to redraw).
     """
 
     def __init__(self, meta: EpisodeMeta) -> None:
@@ -99,6 +100,7 @@ class Session:
         self.initial_scores: dict[str, float | None] = {}
         self.model_usage: ModelUsage | None = None
         self.drawn: dict[str, Any] = {}
+        self.form_drawn: dict[str, Any] = {}
         self.draws = 0
         self.benchmark: BenchmarkRun | None = None
         self._workdir: Path | None = None

@@ -51,8 +51,8 @@ class Ui:
 
     def event(self, listener: Callable[..., Any], handler: Callable[..., Any], inputs: Sequence[str],
               outputs: Sequence[str], **options: Any) -> Any:
-        """Wire `listener` (e.g. ui["step"].click) to `handler`, its inputs and outputs given by name; the event
-        (what another event's `cancels` names)."""
+        """Wire `listener` (e.g. ui["step"].click) to `handler`, its inputs and outputs given by name; returns the
+        event."""
         blocks = {name: self[name] for name in outputs}
         return listener(by_component(handler, blocks), [self[name] for name in inputs], list(blocks.values()),
                         **{**QUIET, **options})
