@@ -91,6 +91,20 @@ def test_during_a_run_the_environment_list_and_the_form_are_the_users(page: Page
     no_toast(page)
 
 
+def test_opening_and_closing_the_action_list_keeps_what_was_typed(page: Page) -> None:
+    """The action dropdown fires `input` when its list closes without a new choice: the form stays as typed."""
+    pick(page, "aaos-role", humanize("engineer"))
+    pick(page, "aaos-action", "report_anomaly")
+    text = page.locator("#aaos-text-0 textarea, #aaos-text-0 input").first
+    text.fill("p95 latency doubled since the deploy")
+    page.locator("#aaos-action input").click()
+    expect(page.get_by_role("option", name="report_anomaly", exact=True)).to_be_visible()
+    page.locator("#aaos-status").click()  # the list closes, the dropdown loses focus
+    page.wait_for_timeout(800)  # longer than an answer: a re-composed form would have landed by now
+    expect(text).to_have_value("p95 latency doubled since the deploy")
+    no_toast(page)
+
+
 def current_env(page: Page) -> str:
     title = page.locator("#aaos-env input").input_value()
     return next(e for e in aaos.env_ids() if aaos.spec(e).title == title)

@@ -288,6 +288,18 @@ def test_a_runs_steps_leave_the_form_to_the_user_and_a_new_form_is_drawn_once() 
     assert composed <= set(play_tab.redraw(session))
 
 
+def test_choosing_the_role_and_action_shown_keeps_the_form_as_typed() -> None:
+    """The role and action dropdowns fire `input` when their list closes without a new choice: the form shown
+    stays (its typed payload too); a new choice, or the raw-JSON switch, composes it."""
+    session = reset()["session"]
+    assert set(play_tab.choose_action(None, session, "product_manager", "delegate_task", False)) > {"role"}
+    assert play_tab.choose_action(None, session, "product_manager", "delegate_task", False) == {}
+    assert play_tab.choose_action(None, session, "product_manager", None, False) != {}  # the default action
+    assert "action_type" in play_tab.choose_action(None, session, "engineer", "report_anomaly", False)
+    play_tab.toggle_raw(session, "engineer", "report_anomaly", True, *[None] * (2 * play_tab.SLOTS))
+    assert play_tab.choose_action(None, session, "engineer", "report_anomaly", True) == {}
+
+
 def test_choosing_what_is_already_played_starts_no_episode_and_leaves_a_run_going() -> None:
     """Gradio's dropdown fires `input` whenever its list closes or it loses focus, also without a new choice: the
     environment, task or scenario being played is no new episode, and a run goes on."""

@@ -66,6 +66,7 @@ def composer(session: Session, role: str | None, action_type: str | None, raw: b
     name, fields = form_fields(session, role, action_type)
     spec = session.env.spec.action(name)
     defaults = forms.default_payload(fields, role)
+    session.form_shown = (role, name, raw)
     outputs: Outputs = {
         "role": gr.update(choices=[(humanize(r), r) for r in session.env.spec.roles], value=role),
         "action_type": gr.update(choices=[(a, a) for a in legal], value=name),
@@ -88,9 +89,13 @@ def composer(session: Session, role: str | None, action_type: str | None, raw: b
 
 def choose_action(request: gr.Request, session: Session | None, role: str, action_type: str | None,
                   raw: bool) -> Outputs:
-    """A role or action type was picked. Outputs: session, COMPOSER."""
+    """A role or action type was picked: the form for it, unless it is the one shown (Gradio's dropdown also fires
+    `input` when its list closes without a new choice, and what was typed stays). Outputs: session, COMPOSER."""
     session = current(session, request)
     with session.lock:
+        role = role_of(session, role)
+        if session.form_shown == (role, form_fields(session, role, action_type)[0], raw):
+            return {}
         return {"session": session, **composer(session, role, action_type, raw)}
 
 
@@ -111,6 +116,7 @@ def toggle_raw(session: Session | None, role: str, action_type: str | None, raw:
         role = role_of(session, role)
         name, fields = form_fields(session, role, action_type)
         spec = session.env.spec.action(name)
+        session.form_shown = (role, name, raw)
     payload = forms.read_form(fields, _slot_values(fields, slots))
     outputs: Outputs = {"raw_json": gr.update(visible=raw, value=forms.to_json(name, payload)),
                         "action_help": formatting.action_help(role, name, spec.description if spec else "",

@@ -84,7 +84,8 @@ class Session:
     benchmark (its plan holds the OpenAI-compatible model's config, token included, if it used one).
     drawn: the episode's latest drawing (episode.full's outputs but the form), which the redraw sends; form_drawn:
     the form's latest drawing until a redraw sends it (a run's steps leave the form to the user); draws: how many
-    drawings there have been (the signal to redraw).
+    drawings there have been (the signal to redraw); form_shown: the role, action and raw-JSON switch the form was
+    last composed for.
     """
 
     def __init__(self, meta: EpisodeMeta) -> None:
@@ -101,6 +102,7 @@ class Session:
         self.model_usage: ModelUsage | None = None
         self.drawn: dict[str, Any] = {}
         self.form_drawn: dict[str, Any] = {}
+        self.form_shown: tuple[str, str, bool] | None = None
         self.draws = 0
         self.benchmark: BenchmarkRun | None = None
         self._workdir: Path | None = None
