@@ -212,3 +212,33 @@ def test_safe_decoding_leaves_out_what_the_guardrail_refuses_and_keeps_every_oth
         assert not into_taken & set(safe_calls)
         observation = env.step(champion.act(observation)).observation
     assert into_taken_seen, "the episode never offered a booking into a taken slot"
+
+
+def _last_line(observation: dict[str, Any], spec: Any) -> str | None:
+    lines = compact_messages(observation, spec)[1]["content"].split("\n")
+    return next((line for line in lines if line.startswith("Last: ")), None)
+
+
+def test_the_inbox_compact_prompt_ends_with_the_last_action_as_the_call_a_model_would_answer() -> None:
+    spec = aaos.spec("inbox")
+    env = aaos.make("easy", seed=4, env="inbox")
+    champion = aaos.policies.make("heuristic", env="inbox")
+    observation = env.reset()
+    assert _last_line(observation, spec) == "Last: triage_agent none"
+    for _ in range(6):
+        action = champion.act(observation)["triage_agent"]
+        legal = observation["agent_observations"]["triage_agent"]["legal_actions"][action["action_type"]]
+        observation = env.step({"triage_agent": action}).observation
+        call = compact_call(action["action_type"], action["payload"], legal)
+        assert _last_line(observation, spec) == f"Last: triage_agent {call} applied"
+    refused = {"action_type": "set_priority", "payload": {"email_id": "em_nope", "level": "high"}}
+    observation = env.step({"triage_agent": refused}).observation
+    assert _last_line(observation, spec).endswith(" rejected")
+
+
+def test_a_compact_prompt_shows_the_last_action_only_where_the_kit_asks_for_it() -> None:
+    for env_id in aaos.env_ids():
+        env = aaos.make(seed=2, env=env_id)
+        observation = env.step(aaos.policies.make("random", seed=2, env=env_id).act(env.reset())).observation
+        shown = _last_line(observation, aaos.spec(env_id)) is not None
+        assert shown == aaos.kit_of(env_id).prompting.compact_last, env_id

@@ -288,8 +288,21 @@ def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[st
     system = (f"{told.world.format(roles=', '.join(spec.roles))}\n"
               + COMPACT_OUTPUT.format(roles=", ".join(spec.roles), noop=spec.noop_action))
     user = (f"Seen:\n{seen_text(_pruned(_compacted(merged, told)))}\n"
-            f"Step {observation['step_count']} of {observation['max_steps']}.")
+            + (f"Last: {'; '.join(_last_call(role, view) for role, view in views.items())}\n"
+               if told.compact_last else "")
+            + f"Step {observation['step_count']} of {observation['max_steps']}.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _last_call(role: str, view: Mapping[str, Any]) -> str:
+    """A role's last action as a compact call with its status ("role none" before its first): what a small model
+    needs to tell where it is in a sequence of actions (open, label, close). A field the action no longer offers
+    choices for, or free text, is left blank, so the line reads the same whoever (model, champion, person) acted."""
+    last = view.get("last_action_result")
+    if last in EMPTY:
+        return f"{role} none"
+    fields = view["legal_actions"].get(last["action_type"], {})
+    return f"{role} {compact_call(last['action_type'], last['payload'], fields)} {last['status']}"
 
 
 def repair_message(error: str) -> dict[str, str]:

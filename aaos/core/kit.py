@@ -52,6 +52,9 @@ class Prompting:
         data).
     compact_settled: (field, value) pairs that mark a list item as settled business (an accepted plan, an
         answered event) that the compact prompt leaves out: nothing is left to decide about it.
+    compact_last: whether the compact prompt ends with each role's last action (as a compact call, with its
+        status), for a world whose next action follows from the last one (inbox: open, then label, then close),
+        which a small model reads far more easily there than from what the view implies.
     """
 
     world: str
@@ -60,6 +63,7 @@ class Prompting:
     view_order: tuple[str, ...] = ()
     compact_omit: frozenset[str] = frozenset()
     compact_settled: frozenset[tuple[str, object]] = frozenset()
+    compact_last: bool = False
 
     @classmethod
     def from_spec(cls, spec: EnvSpec) -> Prompting:

@@ -79,7 +79,7 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
 """The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
 
 PRESETS: dict[str, Preset] = {
-    "cpu": Preset(train_seeds=4, sft_steps=100, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
+    "cpu": Preset(train_seeds=8, sft_steps=100, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
                   lora_layers=10, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
                   grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4,
                   dagger_rounds=1, dagger_episodes=6, dagger_steps=40),

@@ -45,5 +45,6 @@ PROMPTING = Prompting(
     rules=RULES,
     briefs={"triage_agent": BRIEF},
     view_order=VIEW_ORDER,
-    compact_omit=frozenset({"closed_emails"}),
+    compact_omit=frozenset({"closed_emails", "preview"}),
+    compact_last=True,
 )
