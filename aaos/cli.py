@@ -19,6 +19,7 @@ from aaos.core.extras import require
 from aaos.core.scenario_files import ScenarioError, SchemaMismatch
 from aaos.core.spec import ScenarioInfo
 from aaos.data import data_dir
+from aaos.server import without_openenv_web_interface
 from aaos.server.address import add_server_arguments
 from aaos.training import cli as training_cli
 
@@ -166,6 +167,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    without_openenv_web_interface()
     serve = require("aaos.server.app", "server").serve  # the server's dependencies load only for this command
     print(f"AAOS API on http://{args.host}:{args.port} (docs at /docs)", flush=True)
     serve(args.host, args.port, hide_state=args.hide_state, evaluation=args.eval)

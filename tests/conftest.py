@@ -109,3 +109,13 @@ def page(browser: Any, space_url: str, request: pytest.FixtureRequest) -> Iterat
     page = open_page(browser, space_url, request.module.VIEWPORT)
     yield page
     page.context.close()
+
+
+@pytest.fixture
+def held_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test that holds a run's generator at a yield (as Gradio does between updates) while another event
+    takes over: nothing advances the run, so it cannot end, and `Session.take_over` would wait its whole
+    TAKE_OVER_S each time; here it gives up at once."""
+    from aaos.ui import session
+
+    monkeypatch.setattr(session, "TAKE_OVER_S", 0.05)

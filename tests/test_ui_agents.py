@@ -144,6 +144,7 @@ def test_stop_during_a_slow_model_step_lets_it_finish_then_stops(monkeypatch: py
     wait_until(lambda: closed(built[0]), 10, "the run to close its policy")
 
 
+@pytest.mark.usefixtures("held_runs")
 def test_a_reset_during_a_model_step_discards_it_silently() -> None:
     session = reset(task="org_simulation")["session"]
     with serve(Script(modes=["ok"], latency_s=1.5)) as url:

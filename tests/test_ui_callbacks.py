@@ -220,6 +220,7 @@ def test_agent_run_continues_a_manual_episode_and_restarts_a_finished_one() -> N
     assert first["session"].step_count == 1 and not session.done
 
 
+@pytest.mark.usefixtures("held_runs")
 def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> None:
     session = reset()["session"]
     idle = play_tab.stop_agent(session)
@@ -247,6 +248,7 @@ def test_agent_run_stops_on_stop_and_gives_way_to_reset_and_to_another_run() -> 
     assert session.agent is None
 
 
+@pytest.mark.usefixtures("held_runs")
 def test_a_runs_signal_that_lands_after_a_reset_redraws_the_new_episode() -> None:
     """Run draws through a signal and the redraw of the session's latest drawing: a signal the page applies after a
     reset (its run's updates lag behind) draws the fresh episode, never the run's step."""
@@ -300,6 +302,7 @@ def test_choosing_the_role_and_action_shown_keeps_the_form_as_typed() -> None:
     assert play_tab.choose_action(None, session, "engineer", "report_anomaly", True) == {}
 
 
+@pytest.mark.usefixtures("held_runs")
 def test_choosing_what_is_already_played_starts_no_episode_and_leaves_a_run_going() -> None:
     """Gradio's dropdown fires `input` whenever its list closes or it loses focus, also without a new choice: the
     environment, task or scenario being played is no new episode, and a run goes on."""

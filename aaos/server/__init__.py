@@ -12,3 +12,12 @@ address.py      --host/--port (HOST/PORT) for `server` and `aaos serve`
 client.py       AAOSEnv, the typed OpenEnv client (async, and .sync())
 background.py   BackgroundServer: uvicorn in a thread on a free loopback port (tests, benchmarks)
 """
+
+import sys
+
+
+def without_openenv_web_interface() -> None:
+    """Call before importing the server: openenv-core's server package imports its Gradio web interface whenever
+    Gradio is installed (~4 s of a ~7 s start); the API server never serves it (the Space is app.py), so its
+    module is marked absent, which that package's import allows for. A process that has loaded it keeps it."""
+    sys.modules.setdefault("openenv.core.env_server.web_interface", None)  # type: ignore[arg-type]

@@ -4,8 +4,12 @@
     python deploy/openenv/server/app.py --port 8000      # same as `aaos serve --port 8000` or `aaos-server`
 """
 
-from aaos.server.app import create_app
-from aaos.server.app import main as run_server
+from aaos.server import without_openenv_web_interface
+
+without_openenv_web_interface()
+
+from aaos.server.app import create_app  # noqa: E402
+from aaos.server.app import main as run_server  # noqa: E402
 
 app = create_app()
 
