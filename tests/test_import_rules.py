@@ -45,7 +45,6 @@ print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
     assert json.loads(done.stdout.splitlines()[-1]) == []
 
 
-
 def test_aaos_serve_builds_its_server_without_gradio() -> None:
     """openenv-core's server package imports its Gradio web interface whenever Gradio is installed (seconds of
     every `aaos serve` start); the API server never serves it, so Gradio stays unloaded."""
@@ -61,6 +60,7 @@ print(json.dumps([bool(built), "gradio" in sys.modules]))
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == [True, False]
+
 
 def test_the_command_runs_without_the_extras_and_names_the_one_a_command_needs() -> None:
     blocked = (*HEAVY, "httpx2", "huggingface_hub", "tqdm", "openenv", "starlette", "transformers", "trl")

@@ -301,7 +301,7 @@ def _last_call(role: str, view: Mapping[str, Any]) -> str:
     last = view.get("last_action_result")
     if last in EMPTY:
         return f"{role} none"
-    fields = view["legal_actions"].get(last["action_type"], {})
+    fields = view.get("legal_actions", {}).get(last["action_type"], {})
     return f"{role} {compact_call(last['action_type'], last['payload'], fields)} {last['status']}"
 
 
