@@ -1,17 +1,15 @@
-"""The reward ladder of every environment and its headroom (issue 12, item 4; issue 35, item 6): noop <= 0.25 <
-random <= 0.35 < champion, with 95 % confidence intervals apart, on every task x scenario x split; on the hard task
-the oracle (the ground truth) beats the champion by at least 0.10, intervals apart, where the champion leaves room;
-an episode's return is its final score, whatever the policy; the champion acts only within the legal choices (in
-every episode it plays here). What
-each environment promises beyond that (its champion's floor, the seeds, how the hard task's episodes are pooled) is
-its Ladder below."""
+"""The reward ladder of every environment and its headroom (issue 12, item 4; issue 35, item 6; issue 34, item 9):
+noop <= 0.25 < random <= 0.35 < champion, with 95 % confidence intervals apart, on every task x scenario x split;
+on the hard task the oracle (the ground truth) beats the champion by at least 0.10, intervals apart, on every
+(scenario, split) cell over HEADROOM_SEEDS paired seeds; an episode's return is its final score, whatever the
+policy; the champion acts only within the legal choices (in every episode it plays here). What each environment
+promises beyond that (its champion's floor, the seeds) is its Ladder below."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
 
 import pytest
 from exploits import play as play_org
@@ -25,6 +23,8 @@ from aaos.core.spec import Difficulty, Split
 NOOP_MAX = 0.25
 RANDOM_MAX = 0.35
 ORACLE_HEADROOM = 0.10
+HEADROOM_SEEDS = 16
+"""Paired seeds a hard-task cell is compared on, oracle against champion (the audit's measure)."""
 SPLITS: tuple[Split, ...] = ("train", "holdout")
 ALL: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 CHAMPION = "heuristic"
@@ -37,8 +37,6 @@ class Ladder:
     champion_min: the champion's mean on every cell of a task of these difficulties (champion_min_on).
     hard_task: where the oracle must show headroom; champion_max_on_hard: the champion's mean there at most (None:
         no cap).
-    pooled: how the hard task's episodes are pooled for the oracle's comparison: per "cell" (scenario, split), per
-        "scenario" (both splits' seeds), or per "split" (every scenario that draws from it).
     always_applied: the champion's every action is applied (never no_effect or rejected).
     """
 
@@ -47,14 +45,13 @@ class Ladder:
     champion_min_on: tuple[Difficulty, ...]
     hard_task: str
     champion_max_on_hard: float | None
-    pooled: Literal["cell", "scenario", "split"]
     always_applied: bool = False
 
 
 LADDERS: dict[str, Ladder] = {
-    "org": Ladder(6, 0.60, ALL, "full_episode", 0.85, "scenario"),
-    "inbox": Ladder(8, 0.70, ALL, "hard", 0.85, "cell", always_applied=True),
-    "chief_of_staff": Ladder(6, 0.70, ("easy",), "crunch_month", None, "split"),
+    "org": Ladder(6, 0.60, ALL, "full_episode", 0.85),
+    "inbox": Ladder(8, 0.70, ALL, "hard", 0.85, always_applied=True),
+    "chief_of_staff": Ladder(6, 0.70, ("easy",), "crunch_month", None),
 }
 ENVS = [env_id for env_id in aaos.env_ids() if env_id in LADDERS]
 Cell = tuple[str, Split]
@@ -67,24 +64,14 @@ def cells(env_id: str) -> list[Cell]:
             for split in (SPLITS if s.split == "train" else ("holdout",))]
 
 
-def hard_groups(env_id: str) -> dict[str, tuple[Cell, ...]]:
-    """The pools of cells the oracle and the champion are compared over on the hard task, by name."""
-    pooled = LADDERS[env_id].pooled
-    if pooled == "cell":
-        return {f"{scenario}/{split}": ((scenario, split),) for scenario, split in cells(env_id)}
-    if pooled == "scenario":
-        return {s.id: tuple((s.id, split) for split in SPLITS) for s in aaos.spec(env_id).scenarios}
-    return {split: tuple(cell for cell in cells(env_id) if cell[1] == split) for split in SPLITS}
-
-
 @cache
-def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
-    """The policy's final scores on the split's seeds, each episode played as the runners play it; its return must
-    be its score, and the champion's every action must be among its role's legal choices (applied, too, where the
-    environment's ladder says so)."""
+def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split, seeds: int) -> tuple[float, ...]:
+    """The policy's final scores on the split's first `seeds` seeds, each episode played as the runners play it; its
+    return must be its score, and the champion's every action must be among its role's legal choices (applied, too,
+    where the environment's ladder says so)."""
     found = []
     champion = policy_name == CHAMPION
-    for seed in split_seeds(split, LADDERS[env_id].seeds_per_split):
+    for seed in split_seeds(split, seeds):
         env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
         policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
         policy.reset(seed)
@@ -105,16 +92,13 @@ def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split
     return tuple(found)
 
 
-def pooled_scores(env_id: str, policy_name: str, group: tuple[Cell, ...]) -> tuple[float, ...]:
-    return sum((scores(env_id, policy_name, LADDERS[env_id].hard_task, *cell) for cell in group), ())
-
-
 @pytest.mark.parametrize(("env_id", "task", "scenario", "split"),
                          [(env_id, t.id, *cell) for env_id in ENVS for t in aaos.spec(env_id).tasks
                           for cell in cells(env_id)])
 def test_ladder(env_id: str, task: str, scenario: str, split: Split) -> None:
     ladder = LADDERS[env_id]
-    noop, random, champion = (scores(env_id, name, task, scenario, split) for name in ("noop", "random", CHAMPION))
+    noop, random, champion = (scores(env_id, name, task, scenario, split, ladder.seeds_per_split)
+                               for name in ("noop", "random", CHAMPION))
     means = [statistics.mean(values) for values in (noop, random, champion)]
     assert means[0] <= NOOP_MAX, f"noop scores {means[0]:.3f}"
     assert means[1] <= RANDOM_MAX, f"random scores {means[1]:.3f}"
@@ -126,12 +110,14 @@ def test_ladder(env_id: str, task: str, scenario: str, split: Split) -> None:
                                         f"{bootstrap_ci(champion)}")
 
 
-@pytest.mark.parametrize(("env_id", "group"), [(env_id, name) for env_id in ENVS for name in hard_groups(env_id)])
-def test_information_is_worth_having_on_the_hard_task(env_id: str, group: str) -> None:
+@pytest.mark.parametrize(("env_id", "scenario", "split"),
+                         [(env_id, *cell) for env_id in ENVS for cell in cells(env_id)])
+def test_information_is_worth_having_on_every_hard_cell(env_id: str, scenario: str, split: Split) -> None:
     """The champion (own views only) leaves room on the hard task, and the oracle (the same rules, or better ones,
-    fed the ground truth) shows it: at least ORACLE_HEADROOM better, intervals apart."""
-    ladder, pool = LADDERS[env_id], hard_groups(env_id)[group]
-    champion, oracle = pooled_scores(env_id, CHAMPION, pool), pooled_scores(env_id, "oracle", pool)
+    fed the ground truth) shows it on every cell: at least ORACLE_HEADROOM better, intervals apart."""
+    ladder = LADDERS[env_id]
+    champion, oracle = (scores(env_id, name, ladder.hard_task, scenario, split, HEADROOM_SEEDS)
+                        for name in (CHAMPION, "oracle"))
     champion_mean, oracle_mean = statistics.mean(champion), statistics.mean(oracle)
     if ladder.champion_max_on_hard is not None:
         assert champion_mean <= ladder.champion_max_on_hard, f"champion scores {champion_mean:.3f} on the hard task"

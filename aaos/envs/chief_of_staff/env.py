@@ -17,7 +17,10 @@ from aaos.envs.chief_of_staff.world import World, build_world
 
 ENV_ID = "chief_of_staff"
 DEFAULT_TASK = "steady_week"
-VERSION = "2"
+VERSION = "3"
+"""3: crunch_month draws 44 requests and 28 drifts (30 and 14 before), so that knowing the drifts is worth at least
+0.10 on every scenario's cell, holdout ones included; the other tasks unchanged. 2: drift makes the left slot
+unavailable (no-shows; check_in reveals it) (1: the first release)."""
 REWARD_VERSION = "2"
 
 

@@ -148,6 +148,6 @@ TASKS: tuple[CosTask, ...] = (
           "other.", requests=16, drifts=4, conflicts=2, dependencies=2, crises=0),
     _task("crunch_month", "Crunch month", "hard", 15,
           "Three weeks of more requests than slots: deadline cascades, crises that land on family evenings, and "
-          "several hidden drifts.", requests=30, drifts=14, conflicts=3, dependencies=4, crises=3),
+          "many hidden drifts.", requests=44, drifts=28, conflicts=3, dependencies=4, crises=3),
 )
 TASKS_BY_ID: dict[str, CosTask] = {t.spec.id: t for t in TASKS}
