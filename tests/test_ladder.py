@@ -65,13 +65,16 @@ def cells(env_id: str) -> list[Cell]:
 
 
 @cache
-def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split, seeds: int) -> tuple[float, ...]:
-    """The policy's final scores on the split's first `seeds` seeds, each episode played as the runners play it; its
-    return must be its score, and the champion's every action must be among its role's legal choices (applied, too,
-    where the environment's ladder says so)."""
+def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
+    """The policy's final scores on the split's first seeds (HEADROOM_SEEDS for the champion and the oracle on the
+    hard task, the ladder's seeds_per_split otherwise: the ladder reads the first of them, the same seeds), each
+    episode played as the runners play it; its return must be its score, and the champion's every action must be
+    among its role's legal choices (applied, too, where the environment's ladder says so)."""
     found = []
     champion = policy_name == CHAMPION
-    for seed in split_seeds(split, seeds):
+    ladder = LADDERS[env_id]
+    compared = task == ladder.hard_task and policy_name in (CHAMPION, "oracle")
+    for seed in split_seeds(split, HEADROOM_SEEDS if compared else ladder.seeds_per_split):
         env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
         policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
         policy.reset(seed)
@@ -82,7 +85,7 @@ def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split
             for role, chosen in joint.items() if champion else ():
                 validate_answer(env.spec, role, chosen, observation["agent_observations"][role]["legal_actions"])
             result = env.step(joint)
-            if champion and LADDERS[env_id].always_applied:
+            if champion and ladder.always_applied:
                 assert all(r["status"] == "applied" for r in result.info["action_results"].values()), result.info
             total, observation = total + result.reward, result.observation
             if result.done:
@@ -97,8 +100,8 @@ def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split
                           for cell in cells(env_id)])
 def test_ladder(env_id: str, task: str, scenario: str, split: Split) -> None:
     ladder = LADDERS[env_id]
-    noop, random, champion = (scores(env_id, name, task, scenario, split, ladder.seeds_per_split)
-                               for name in ("noop", "random", CHAMPION))
+    noop, random, champion = (scores(env_id, name, task, scenario, split)[:ladder.seeds_per_split]
+                              for name in ("noop", "random", CHAMPION))
     means = [statistics.mean(values) for values in (noop, random, champion)]
     assert means[0] <= NOOP_MAX, f"noop scores {means[0]:.3f}"
     assert means[1] <= RANDOM_MAX, f"random scores {means[1]:.3f}"
@@ -116,8 +119,7 @@ def test_information_is_worth_having_on_every_hard_cell(env_id: str, scenario: s
     """The champion (own views only) leaves room on the hard task, and the oracle (the same rules, or better ones,
     fed the ground truth) shows it on every cell: at least ORACLE_HEADROOM better, intervals apart."""
     ladder = LADDERS[env_id]
-    champion, oracle = (scores(env_id, name, ladder.hard_task, scenario, split, HEADROOM_SEEDS)
-                        for name in (CHAMPION, "oracle"))
+    champion, oracle = (scores(env_id, name, ladder.hard_task, scenario, split) for name in (CHAMPION, "oracle"))
     champion_mean, oracle_mean = statistics.mean(champion), statistics.mean(oracle)
     if ladder.champion_max_on_hard is not None:
         assert champion_mean <= ladder.champion_max_on_hard, f"champion scores {champion_mean:.3f} on the hard task"
