@@ -242,3 +242,25 @@ def test_a_compact_prompt_shows_the_last_action_only_where_the_kit_asks_for_it()
         observation = env.step(aaos.policies.make("random", seed=2, env=env_id).act(env.reset())).observation
         shown = _last_line(observation, aaos.spec(env_id)) is not None
         assert shown == aaos.kit_of(env_id).prompting.compact_last, env_id
+
+
+def test_the_inbox_compact_prompt_lists_the_other_emails_only_when_the_next_one_is_to_be_chosen() -> None:
+    spec = aaos.spec("inbox")
+    env = aaos.make("easy", seed=4, env="inbox")
+    champion = aaos.policies.make("heuristic", env="inbox")
+    observation, working, choosing = env.reset(), 0, 0
+    while True:
+        view = observation["agent_observations"]["triage_agent"]
+        prompt = compact_messages(observation, spec)[1]["content"]
+        opened = view["opened_email"]
+        if opened is not None and opened["status"] == "open":
+            working += 1
+            assert "inbox (" not in prompt and f"opened_email: id={opened['id']} " in prompt
+        else:
+            choosing += 1
+            assert all(f"\n{email['id']}|" in prompt for email in view["inbox"]), prompt
+        result = env.step(champion.act(observation))
+        if result.done:
+            break
+        observation = result.observation
+    assert working == 24 and choosing == 8

@@ -51,6 +51,15 @@ def test_the_tables_read_each_figure_from_the_summary() -> None:
     assert "SmolLM2 SFT+DAgger, any legal call" in detail[-1]
 
 
+def test_a_final_model_not_clear_of_the_untrained_one_is_not_called_shipped() -> None:
+    made = summary() | {"beats_untrained": False}
+    overview = tables.overview({"org": made}).splitlines()[2]
+    assert "(SmolLM2 SFT+DAgger, not published: not clear of the untrained model)" in overview, overview
+    detail = tables.detail(made)
+    assert "(shipped)" not in detail
+    assert "| **SmolLM2 SFT+DAgger** (not published: not clear of the untrained model) | 0.700" in detail, detail
+
+
 def test_a_block_no_summary_gives_is_refused_by_name() -> None:
     with pytest.raises(KeyError, match="'nowhere'"):
         tables.render("<!-- training:nowhere -->\nold\n<!-- /training:nowhere -->", {"org": summary()})

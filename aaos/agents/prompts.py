@@ -285,6 +285,9 @@ def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[st
     merged = {key: _pruned(_merged([view[key] for view in views.values() if view.get(key) not in EMPTY]))
               for key in _view_keys(next(iter(views.values())), told.view_order)
               if any(view.get(key) not in EMPTY for view in views.values())}
+    if told.compact_focus is not None:
+        left_out = told.compact_focus(merged)
+        merged = {key: value for key, value in merged.items() if key not in left_out}
     system = (f"{told.world.format(roles=', '.join(spec.roles))}\n"
               + COMPACT_OUTPUT.format(roles=", ".join(spec.roles), noop=spec.noop_action))
     user = (f"Seen:\n{seen_text(_pruned(_compacted(merged, told)))}\n"

@@ -55,6 +55,9 @@ class Prompting:
     compact_last: whether the compact prompt ends with each role's last action (as a compact call, with its
         status), for a world whose next action follows from the last one (inbox: open, then label, then close),
         which a small model reads far more easily there than from what the view implies.
+    compact_focus: the view fields the compact prompt leaves out at this step, from the merged view (None: none),
+        for a world whose decision is at times about one item alone (inbox: while the opened email is open, the
+        list of the others only lengthens the prompt).
     """
 
     world: str
@@ -64,6 +67,7 @@ class Prompting:
     compact_omit: frozenset[str] = frozenset()
     compact_settled: frozenset[tuple[str, object]] = frozenset()
     compact_last: bool = False
+    compact_focus: Callable[[Mapping[str, Any]], frozenset[str]] | None = None
 
     @classmethod
     def from_spec(cls, spec: EnvSpec) -> Prompting:

@@ -52,18 +52,25 @@ def _minutes(summary: Summary) -> str:
     return f"{sum(s for s in summary['stage_seconds'].values() if s is not None) / 60:.0f} min"
 
 
+def _final(summary: Summary) -> str:
+    """How the run's final model is marked: shipped where its adapter is published (it beats the untrained model,
+    CIs apart), else said not to be."""
+    return "shipped" if summary["beats_untrained"] else "not published: not clear of the untrained model"
+
+
 def overview(found: Mapping[str, Summary]) -> str:
-    """One row per environment: the baselines, the model untrained and as shipped, the verdict and the time."""
-    lines = ["| environment, task | episodes a policy | noop | random | champion | untrained | shipped model "
-             "(95 % CI) | beats random | hard violations / episode (shipped) | one command on 2 cores |",
+    """One row per environment: the baselines, the model untrained and as trained, the verdict and the time."""
+    lines = ["| environment, task | episodes a policy | noop | random | champion | untrained | trained model "
+             "(95 % CI) | beats random | hard violations / episode (trained) | one command on 2 cores |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for env, summary in found.items():
         rows = _rows(summary)
         final = rows[summary["final"]]
+        name = label(summary["final"]) + ("" if summary["beats_untrained"] else f", {_final(summary)}")
         lines.append(
             f"| {env}, {summary['task']} | {final['episodes']} | {_score(rows['noop'], False)} | "
             f"{_score(rows['random'])} | {_score(rows['heuristic'], False)} | {_score(rows['untrained'], False)} | "
-            f"**{_score(final)}** ({label(summary['final'])}) | {'yes' if summary['beats_random'] else 'no'} | "
+            f"**{_score(final)}** ({name}) | {'yes' if summary['beats_random'] else 'no'} | "
             f"{final['hard_violations_per_episode']:.2f} | {_minutes(summary)} |")
     return "\n".join(lines) + "\n"
 
@@ -79,12 +86,12 @@ def detail(summary: Summary) -> str:
         shipped = row["policy"] == summary["final"]
         seconds = "—" if row["valid_action_rate"] is None else f"{row['mean_episode_s']:.0f}"
         means = " | ".join("—" if row.get(f"mean_{c}") is None else f"{row[f'mean_{c}']:.3f}" for c in components)
-        lines.append(f"| {f'**{name}** (shipped)' if shipped else name} | {_score(row)} | "
+        lines.append(f"| {f'**{name}** ({_final(summary)})' if shipped else name} | {_score(row)} | "
                      f"{_share(row['valid_action_rate'])} | {row['hard_violations_per_episode']:.2f} | {seconds} | "
                      f"{means} |")
     legal = summary["final"] + LEGAL
     if legal in _rows(summary):
-        lines.append(f"\n`{label(legal)}`: the shipped model once more, decoding every legal call instead of only "
+        lines.append(f"\n`{label(legal)}`: the run's final model once more, decoding every legal call instead of only "
                      "those the environment's guardrail admits.")
     return "\n".join(lines) + "\n"
 

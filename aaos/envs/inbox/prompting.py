@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aaos.core.kit import Prompting
 from aaos.envs.inbox.spec import (
     CATEGORIES,
@@ -40,6 +43,16 @@ VIEW_ORDER: tuple[str, ...] = ("company", "vip_accounts", "escalations_left", "i
                                "pending_count", "resolved_count", "elapsed_ratio", "opened_email")
 """Fields that change least often first (cached prompt prefixes); the opened email, which changes most, last."""
 
+
+
+def focus(view: Mapping[str, Any]) -> frozenset[str]:
+    """While the opened email is open, its labels and its closing are the decision: the compact prompt leaves out
+    the list of the other emails (more than half its tokens), which only the choice of the next email to open
+    needs."""
+    opened = view.get("opened_email")
+    return frozenset({"inbox"}) if isinstance(opened, Mapping) and opened.get("status") == "open" else frozenset()
+
+
 PROMPTING = Prompting(
     world="The Support Inbox: one {roles} works a company's support inbox, one action a step.",
     rules=RULES,
@@ -47,4 +60,5 @@ PROMPTING = Prompting(
     view_order=VIEW_ORDER,
     compact_omit=frozenset({"closed_emails", "preview"}),
     compact_last=True,
+    compact_focus=focus,
 )
