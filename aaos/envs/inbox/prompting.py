@@ -44,7 +44,6 @@ VIEW_ORDER: tuple[str, ...] = ("company", "vip_accounts", "escalations_left", "i
 """Fields that change least often first (cached prompt prefixes); the opened email, which changes most, last."""
 
 
-
 def focus(view: Mapping[str, Any]) -> frozenset[str]:
     """While the opened email is open, its labels and its closing are the decision: the compact prompt leaves out
     the list of the other emails (more than half its tokens), which only the choice of the next email to open
