@@ -83,10 +83,10 @@ def detail(summary: Summary) -> str:
              + " | ".join(components) + " |", "|---" * (5 + len(components)) + "|"]
     for row in summary["holdout"]:
         name = label(row["policy"])
-        shipped = row["policy"] == summary["final"]
+        final = row["policy"] == summary["final"]
         seconds = "—" if row["valid_action_rate"] is None else f"{row['mean_episode_s']:.0f}"
         means = " | ".join("—" if row.get(f"mean_{c}") is None else f"{row[f'mean_{c}']:.3f}" for c in components)
-        lines.append(f"| {f'**{name}** ({_final(summary)})' if shipped else name} | {_score(row)} | "
+        lines.append(f"| {f'**{name}** ({_final(summary)})' if final else name} | {_score(row)} | "
                      f"{_share(row['valid_action_rate'])} | {row['hard_violations_per_episode']:.2f} | {seconds} | "
                      f"{means} |")
     legal = summary["final"] + LEGAL
