@@ -22,10 +22,12 @@ class Preset:
     grad_accumulation rows. dagger_rounds: DAgger rounds (0: none), each of dagger_episodes episodes the model plays
     (the train scenarios in turn, on train seeds after the champion's) and dagger_steps optimizer steps.
     lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer blocks (None: of all of
-    them); backpropagation stops at the lowest of them (~40 s against ~44 s a step of 4 rows of ~1,200 tokens
-    here). grpo_steps: GRPO steps, each of one prompt and grpo_generations completions of at most
-    grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per scenario for every policy;
-    eval_scenarios: how many scenarios (see aaos.training.pipeline.eval_plan; None: all)."""
+    them); backpropagation stops at the lowest of them, which saves time (a step of 4 inbox rows of ~330 tokens:
+    ~7.8 s with the top 10 of the 30 blocks, ~10.5 s with all) but costs what the model can learn: the top 10 alone
+    did not fit an inbox email's category in 40 steps (docs/training.md). grpo_steps: GRPO steps, each of one prompt
+    and grpo_generations completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds:
+    holdout seeds per scenario for every policy; eval_scenarios: how many scenarios (see
+    aaos.training.pipeline.eval_plan; None: all)."""
 
     train_seeds: int
     sft_steps: int
@@ -79,8 +81,8 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
 """The preset's fields each stage reads: changing one reruns that stage and those after it, not those before."""
 
 PRESETS: dict[str, Preset] = {
-    "cpu": Preset(train_seeds=8, sft_steps=100, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
-                  lora_layers=10, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
+    "cpu": Preset(train_seeds=8, sft_steps=80, batch_size=1, grad_accumulation=4, learning_rate=1e-3, lora_rank=16,
+                  lora_layers=None, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
                   grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4,
                   dagger_rounds=1, dagger_episodes=6, dagger_steps=40),
     "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
@@ -92,6 +94,6 @@ PRESETS: dict[str, Preset] = {
                    grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, dagger_rounds=1, dagger_episodes=1,
                    dagger_steps=1, max_length=4096),
 }
-"""cpu: aims at about 45 minutes on 2 cores, no GRPO (4 steps of it, all a CPU affords, did not move the holdout
-score: docs/training.md); gpu: an accelerator; mini: every stage on a sliver, for the tests (checks the files, not
-the scores). docs/training.md has the measured times."""
+"""cpu: aims at about 45 minutes on 2 cores, a LoRA on every block (fewer steps rather than fewer blocks), no GRPO
+(4 steps of it, all a CPU affords, did not move the holdout score: docs/training.md); gpu: an accelerator; mini:
+every stage on a sliver, for the tests (checks the files, not the scores). docs/training.md has the measured times."""
