@@ -106,7 +106,9 @@ def test_llama_cpp_with_the_adapter_matches_transformers(case: dict[str, Any]) -
     tokens, hf_base, hf_lora = case["tokens"], case["base"], case["lora"]
     cpp_base = llama_logits(case["f32_base"], tokens)
     cpp_lora = llama_logits(case["f32_base"], tokens, case["gguf"])
-    assert np.abs(cpp_base - hf_base).max() < 0.05  # the same model, before any adapter
+    # the same model, before any adapter: float32 summed in another order differs by up to ~0.05 (logits up to
+    # ~38), the Q4_1 file (8-bit activations) by ~1.4
+    assert np.abs(cpp_base - hf_base).max() < 0.2
     # the adapter changes the output clearly ...
     assert np.abs(hf_lora - hf_base).max() > 3 and (hf_lora.argmax(-1) != hf_base.argmax(-1)).sum() >= 3
     # ... and llama.cpp's change is transformers' (an ignored adapter, or q/k rows not permuted, fail here)
