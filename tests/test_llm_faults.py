@@ -13,7 +13,7 @@ from fake_openai import Script, free_port, serve
 
 import aaos
 from aaos.agents.advisor import GuardedAdvisor, guardrail_breach
-from aaos.agents.llm import LLMConfig, LLMPolicy
+from aaos.agents.llm import LLMConfig, LLMPolicy, decodable_calls
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, run
 from aaos.bench.stats import summarise
@@ -218,6 +218,40 @@ def test_guardrails_block_unsafe_advice() -> None:
                             env.spec) == "illegal"
     report = action("report_anomaly", description="nothing", severity="high")
     assert guardrail_breach("operations", report, {**view, "signals": []}, env.spec) == "no_signal"
+
+
+def test_the_org_guardrail_refuses_delegations_that_change_nothing_or_go_to_the_wrong_role() -> None:
+    env = aaos.make("org_simulation", seed=3, env="org")
+    observation = env.reset()
+    view = observation["agent_observations"]["product_manager"]
+    task = view["visible_tasks"][0]
+    right = action("delegate_task", task_id=task["id"], to=task["required_role"])
+    wrong = next(role for role in env.spec.roles if role != task["required_role"])
+    assert guardrail_breach("product_manager", right, view, env.spec) is None
+    assert guardrail_breach("product_manager", action("delegate_task", task_id=task["id"], to=wrong), view,
+                            env.spec) == "wrong_role"
+    owned = {**view, "visible_tasks": [{**task, "owner": task["required_role"], "status": "in_progress"}]}
+    assert guardrail_breach("product_manager", right, owned, env.spec) == "already_owned"
+    # safe decoding leaves the model only the right delegation of each task
+    safe = decodable_calls(env.spec, "product_manager", view, "safe")
+    delegations = {(a["payload"]["task_id"], a["payload"]["to"]) for a in safe.values()
+                   if a["action_type"] == "delegate_task"}
+    assert delegations == {(t["id"], t["required_role"]) for t in view["visible_tasks"] if t["owner"] is None}
+
+
+def test_the_org_champion_never_breaches_the_guardrail() -> None:
+    for task in ("org_simulation", "full_episode"):
+        for scenario in ("resource_conflict", "compliance_audit_crunch"):
+            env = aaos.make(task, scenario=scenario, seed=1, env="org")
+            observation, done = env.reset(), False
+            champion = aaos.policies.make("heuristic", seed=1, env="org")
+            champion.bind(env)
+            while not done:
+                joint = champion.act(observation)
+                for role, chosen in joint.items():
+                    assert guardrail_breach(role, chosen, observation["agent_observations"][role], env.spec) is None
+                result = env.step(joint)
+                observation, done = result.observation, result.done
 
 
 def test_guarded_advisor_takes_only_advice_that_scores_better() -> None:

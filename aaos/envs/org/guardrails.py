@@ -11,8 +11,16 @@ from aaos.envs.org.oversight import RISK_CHECK_WINDOW
 
 def guardrail(role: str, action: Action, view: View) -> str | None:
     """Why a legal action is unsafe, or None: above the approval limit, an approval without a recent metrics
-    check, an anomaly report with no signal, or a flag on a risk not in view."""
+    check, an anomaly report with no signal, a flag on a risk not in view, or a delegation that changes nothing
+    (the task is already its owner's) or hands a task to a role other than the one it requires (which cannot
+    make it count as rightly assigned)."""
     kind, payload = action["action_type"], action["payload"]
+    if kind == "delegate_task":
+        task = next((t for t in view["visible_tasks"] if t["id"] == payload["task_id"]), None)
+        if task is not None and task["owner"] == payload["to"]:
+            return "already_owned"
+        if task is not None and task["required_role"] != payload["to"]:
+            return "wrong_role"
     if kind == "approve_resource":
         if payload["amount"] > view["policy"]["max_resource_approval"]:
             return "above_policy_limit"
