@@ -17,10 +17,11 @@ def guardrail(role: str, action: Action, view: View) -> str | None:
     kind, payload = action["action_type"], action["payload"]
     if kind == "delegate_task":
         task = next((t for t in view["visible_tasks"] if t["id"] == payload["task_id"]), None)
-        if task is not None and task["owner"] == payload["to"]:
+        if task is None:
+            return None
+        if task["owner"] == payload["to"]:
             return "already_owned"
-        if task is not None and task["required_role"] != payload["to"]:
-            return "wrong_role"
+        return "wrong_role" if task["required_role"] != payload["to"] else None
     if kind == "approve_resource":
         if payload["amount"] > view["policy"]["max_resource_approval"]:
             return "above_policy_limit"
