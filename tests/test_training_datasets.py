@@ -20,6 +20,7 @@ from aaos.envs.org.champion import OrgChampion
 from aaos.training import DEFAULT_HORIZON, INVALID_REWARD, SnapshotError, grpo_rows, restore, reward_fn, sft_rows
 from aaos.training.decisions import Decision, answer_text, parse_answer
 from aaos.training.episodes import play
+from aaos.training.grpo import Groups, informative
 from aaos.training.replay import check
 
 SPEC = aaos.spec("org")
@@ -297,3 +298,25 @@ def test_dataset_files_load_with_datasets_in_the_formats_trl_reads(tmp_path: Pat
 
     trl_data = pytest.importorskip("trl.data_utils", reason="trl is in the optional [train] extra")
     assert trl_data.is_conversational(sft[0]) and trl_data.is_conversational({"prompt": row["prompt"]})
+
+
+def test_the_group_filter_keeps_the_prompts_whose_completions_score_differently() -> None:
+    """GRPO learns nothing from a group that all scores the same: the filter keeps a prompt whose sampled group holds
+    the champion's answer and a wrong one, drops one whose group is all the wrong answer, stops at `wanted` and
+    samples no more than `tries`."""
+    episode = play(EpisodeMeta("inbox", "easy", "saas_helpdesk", 3), aaos.policies.make("heuristic", env="inbox"))
+    champion_answer = {dumps(row["messages"][:-1]): row["messages"][-1]["content"]
+                       for row in sft_rows([episode], "compact")}
+    labelling = [row for row in grpo_rows([episode], "compact")
+                 if champion_answer[dumps(row["prompt"])].startswith('["classify_email(')][:4]
+    mixed, flat = labelling[:2], labelling[2:]
+
+    def sample(prompt: list[dict[str, str]]) -> list[str]:
+        right = champion_answer[dumps(prompt)]
+        category = right.split(",")[1].split(")")[0]
+        wrong = right.replace(category, "phishing" if category != "phishing" else "billing")
+        return [right, wrong] if any(prompt == row["prompt"] for row in mixed) else [wrong, wrong]
+
+    assert informative(flat + mixed, sample, wanted=5, tries=10) == Groups([2, 3], 4)
+    assert informative(mixed + flat, sample, wanted=1, tries=10) == Groups([0], 1)
+    assert informative(flat + mixed, sample, wanted=5, tries=2) == Groups([], 2)

@@ -16,7 +16,7 @@ import aaos
 from aaos.agents.local_model import ADAPTER_FILE
 from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
-from aaos.training.pipeline import BASELINES, PUBLISHED, STAGES, Run, collect, publish
+from aaos.training.pipeline import BASELINES, GROUP_TRIES, PUBLISHED, STAGES, Run, collect, publish
 from aaos.training.plots import PLOTS
 from aaos.training.presets import PRESET_FIELDS, PRESETS, Preset
 
@@ -116,6 +116,8 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     assert summary["final"] == "grpo" and summary["trained"] == ["sft", "dagger", "grpo"]
     assert summary["dataset"]["sft_rows"] > 0 and summary["dataset"]["grpo_prompts"] > 0
     assert summary["dataset"]["dagger_rows"] > 0
+    groups = summary["dataset"]["grpo_groups"]  # the group filter sampled a prompt or more, kept what differed
+    assert 1 <= groups["sampled"] <= GROUP_TRIES and 0 <= groups["informative"] <= 1
     assert summary["gate_vs_champion"]["verdict"] in ("PROMOTE", "NO_PROMOTE")
     assert isinstance(summary["beats_untrained"], bool)
     assert set(summary["stage_seconds"]) == set(STAGES[:-1])

@@ -13,6 +13,10 @@ A row is one decision the LLM agent would face at one step of a recorded episode
     env, task, scenario, seed, step
                where it comes from; step is the number of steps taken before the decision.
 
+`informative(rows, sample, wanted, tries)` keeps the rows whose sampled completions score differently: GRPO's
+advantage is a completion's reward less its group's mean, so a group that all scores the same teaches nothing and
+only costs its generations.
+
 `reward_fn(completions, **kw)` is a TRL reward function over such rows: for each completion it restores the
 snapshot, decodes and checks the answer as the LLM agent does, steps the environment with it (the champion
 acting for the other roles), lets the champion play on to the horizon and returns the score then, in [0, 1];
@@ -29,7 +33,8 @@ scores above no_op and a wrong one below in at least 95 % of sampled states (tes
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aaos
@@ -83,3 +88,29 @@ def reward_fn(completions: list[Any], **kw: Any) -> list[float]:
                              mode)
             for completion, snapshot, role, horizon, mode in zip(completions, kw["snapshot"], kw["role"], horizons,
                                                                  modes, strict=True)]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """What the group filter found: the positions of the rows whose completions scored differently, and how many
+    rows it sampled (the first ones)."""
+
+    informative: list[int]
+    sampled: int
+
+
+def informative(rows: Sequence[dict[str, Any]], sample: Callable[[list[dict[str, str]]], list[str]], wanted: int,
+                tries: int) -> Groups:
+    """Sample a group of completions for each row in turn (`sample(prompt)`), score them with reward_fn and keep the
+    rows whose group scored differently, until `wanted` are kept or `tries` rows were sampled."""
+    kept: list[int] = []
+    sampled = 0
+    for position, row in enumerate(rows):
+        if len(kept) == wanted or sampled == tries:
+            break
+        sampled += 1
+        texts = sample(row["prompt"])
+        columns = {name: [row[name]] * len(texts) for name in ("snapshot", "role", "mode", "horizon")}
+        if len(set(reward_fn(texts, **columns))) > 1:
+            kept.append(position)
+    return Groups(kept, sampled)

@@ -12,8 +12,11 @@ changed setting reruns its stage and every stage after it:
               met (new ones each round), the champion labels every state the model reached with its own answer there
               (dagger/round<r>.jsonl), and training goes on from the latest adapter over the SFT rows and every
               label so far -> adapters/dagger, dagger_log.csv (nothing when dagger_rounds is 0)
-    grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn
-              -> adapters/grpo, grpo_log.csv (nothing when grpo_steps is 0)
+    grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn, on the
+              prompts whose completions score differently: a group of grpo_generations completions sampled from the
+              latest adapter for each prompt in turn (at most GROUP_TRIES a step), until grpo_steps such prompts are
+              found (none found: the prompts tried) -> grpo_groups.json (how many sampled, how many kept),
+              adapters/grpo, grpo_log.csv (nothing when grpo_steps is 0)
     export    each trained adapter as a GGUF LoRA adapter that llama.cpp applies beside the base model -> <stage>.gguf
     evaluate  noop, random, the champion and the model untrained and after each training stage, on holdout
               episodes (aaos.bench's runner; the model through the LLM agent on the local llama.cpp server, compact
@@ -53,13 +56,15 @@ from aaos.core.trajectory import EpisodeMeta, write_jsonl
 from aaos.policies import PolicySpec, baseline
 from aaos.training.dagger import dagger_rows
 from aaos.training.episodes import Record, play, read_episodes, read_jsonl
-from aaos.training.grpo import grpo_rows
+from aaos.training.grpo import grpo_rows, informative
 from aaos.training.plots import PLOTS
 from aaos.training.presets import PRESET_FIELDS, TRAINING_STAGES, Preset
 from aaos.training.sft import sft_rows
 
 STAGES = ("collect", "sft", "dagger", "grpo", "export", "evaluate", "report")
 BASELINES = ("noop", "random", "heuristic")
+GROUP_TRIES = 4
+"""The GRPO group filter samples at most this many prompts a GRPO step (aaos.training.grpo.informative)."""
 MODE = "compact"
 
 
@@ -268,12 +273,20 @@ def grpo(run_: Run) -> None:
     from aaos.training import reward_fn
 
     preset = run_.preset
+    for written in ("grpo_groups.json", "grpo_log.csv"):  # an earlier run's, which this one must not report
+        (run_.out / written).unlink(missing_ok=True)
     if "grpo" not in preset.trained():
         return
     set_seed(run_.seed)
     data = load_dataset("json", data_files=str(run_.out / "grpo.jsonl"), split="train").shuffle(seed=run_.seed)
     base, tokenizer = _base_model()
     model = PeftModel.from_pretrained(base, str(_latest(run_, "grpo")), is_trainable=True)
+    groups = informative(data, _sampler(model, tokenizer, preset), preset.grpo_steps,
+                         GROUP_TRIES * preset.grpo_steps)
+    (run_.out / "grpo_groups.json").write_text(json.dumps({"sampled": groups.sampled,
+                                                           "informative": len(groups.informative)}),
+                                               encoding="utf-8")
+    data = data.select(groups.informative or range(groups.sampled))
     config = GRPOConfig(output_dir=str(run_.out / "checkpoints" / "grpo"), max_steps=preset.grpo_steps,
                         per_device_train_batch_size=preset.grpo_generations, num_generations=preset.grpo_generations,
                         max_completion_length=preset.grpo_completion_tokens, temperature=preset.grpo_temperature,
@@ -286,6 +299,22 @@ def grpo(run_: Run) -> None:
     trainer.train()
     trainer.model.save_pretrained(str(_adapter(run_, "grpo")))
     _write_csv(_log_rows(trainer, lambda entry: "reward" in entry), run_.out / "grpo_log.csv")
+
+
+def _sampler(model: Any, tokenizer: Any, preset: Preset) -> Callable[[list[dict[str, str]]], list[str]]:
+    """A group of completions of one prompt from the model GRPO starts from, sampled as GRPO samples them."""
+    import torch
+
+    def sample(prompt: list[dict[str, str]]) -> list[str]:
+        encoded = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, return_tensors="pt",
+                                                return_dict=True).to(model.device)
+        with torch.no_grad():
+            out = model.generate(**encoded, do_sample=True, temperature=preset.grpo_temperature, top_p=1.0, top_k=0,
+                                 max_new_tokens=preset.grpo_completion_tokens,
+                                 num_return_sequences=preset.grpo_generations, pad_token_id=tokenizer.pad_token_id)
+        return tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    return sample
 
 
 def export(run_: Run) -> None:
@@ -358,7 +387,8 @@ def report(run_: Run) -> dict[str, Any]:
         "dataset": {"episodes": len(read_episodes([run_.out / "episodes.jsonl"], run_.env)),
                     "sft_rows": _count_lines(run_.out / "sft.jsonl"),
                     "dagger_rows": sum(map(_count_lines, (run_.out / "dagger").glob("round*.jsonl"))),
-                    "grpo_prompts": _count_lines(run_.out / "grpo.jsonl")},
+                    "grpo_prompts": _count_lines(run_.out / "grpo.jsonl"),
+                    "grpo_groups": _read_json(run_.out / "grpo_groups.json")},
         "holdout": [{key: row[key] for key in ("policy", "episodes", "mean_score", "ci_low", "ci_high",
                                                 "fallback_rate", "invalid_action_rate", "hard_violations_per_episode",
                                                 "mean_episode_s")} | {"valid_action_rate": _valid_rate(row)}
@@ -379,6 +409,11 @@ def report(run_: Run) -> dict[str, Any]:
 def _valid_rate(row: dict[str, Any]) -> float | None:
     """The share of the model's decisions that were its own valid actions (None for a baseline)."""
     return None if row["policy"] in BASELINES else 1.0 - row["fallback_rate"]
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file's content, or None where the stage that writes it did not run."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def _count_lines(path: Path) -> int:
