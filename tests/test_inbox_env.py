@@ -14,6 +14,7 @@ import aaos
 from aaos.core.info import info_problems, observation_problems
 from aaos.core.policy import action
 from aaos.core.seeding import HOLDOUT_SALT_ENV
+from aaos.envs.inbox.champion import guess_intent
 from aaos.envs.inbox.env import InboxEnv
 from aaos.envs.inbox.graders import Agreement
 from aaos.envs.inbox.guardrails import guardrail
@@ -115,6 +116,27 @@ def test_the_salt_redraws_holdout_episodes_only(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(HOLDOUT_SALT_ENV, "a-secret")
     assert make(seed=3).state()["emails"] == plain[3]
     assert make(seed=10_003).state()["emails"] != plain[10_003]
+
+
+@pytest.mark.parametrize("split", ["train", "holdout"])
+def test_plainly_written_emails_say_what_they_want(split: str) -> None:
+    """A plain template is one the keyword champion reads right, whatever fills it (a key account or not, small or
+    large amounts and deals, chased or not); the other templates are tricky ones and belong under `tricky`. Train
+    and holdout banks never share a wording."""
+    shipped = bank(split)
+    other = {t.subject for i in bank("holdout" if split == "train" else "train").intents.values()
+             for t in (*i.plain, *i.tricky)}
+    values = {"first": "Ana", "company": "Acme", "product": "Acme Drive", "order": "#12345", "link": "https://x.io/a"}
+    for intent, templates in shipped.intents.items():
+        for template in templates.plain:
+            assert template.subject not in other
+            for amount, seats, vip, chased in ((90, 10, False, 0), (1500, 60, True, 2)):
+                filled = {**values, "amount": f"${amount:,}", "seats": str(seats)}
+                text = " ".join(part.format(**filled) for part in (template.subject, template.body))
+                money = amount if "{amount}" in template.body else None
+                deal = seats if "{seats}" in template.body else None
+                assert truth(guess_intent(text), vip, money, deal, chased) == truth(intent, vip, money, deal, chased), \
+                    (intent, text)
 
 
 def test_holdout_episodes_are_written_from_the_holdout_bank_only() -> None:

@@ -239,12 +239,16 @@ def test_the_org_guardrail_refuses_delegations_that_change_nothing_or_go_to_the_
     assert delegations == {(t["id"], t["required_role"]) for t in view["visible_tasks"] if t["owner"] is None}
 
 
-def test_the_org_champion_never_breaches_the_guardrail() -> None:
-    for task in ("org_simulation", "full_episode"):
-        for scenario in ("resource_conflict", "compliance_audit_crunch"):
-            env = aaos.make(task, scenario=scenario, seed=1, env="org")
+@pytest.mark.parametrize("env_name", aaos.env_ids())
+def test_the_champion_never_breaches_its_guardrail(env_name: str) -> None:
+    """A guardrail refuses what is unwise: the champion, which safe decoding learns from, never does it."""
+    tasks = [str(t["id"]) for t in aaos.list_tasks(env=env_name)]
+    scenarios = [s["id"] for s in aaos.list_scenarios(env=env_name)][:2]
+    for task in tasks:
+        for scenario in scenarios:
+            env = aaos.make(task, scenario=scenario, seed=1, env=env_name)
             observation, done = env.reset(), False
-            champion = aaos.policies.make("heuristic", seed=1, env="org")
+            champion = aaos.policies.make("heuristic", seed=1, env=env_name)
             champion.bind(env)
             while not done:
                 joint = champion.act(observation)
