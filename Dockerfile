@@ -1,12 +1,11 @@
-# The AAOS Space: the OpenEnv API and the Gradio UI on port 7860.
+# The AAOS Space: the OpenEnv API and the Gradio UI on port 7860, on every interface of the container.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     GRADIO_ANALYTICS_ENABLED=False \
-    HOST=0.0.0.0 \
-    PORT=7860
+    GRADIO_SERVER_NAME=0.0.0.0
 
 # Spaces run the container as user 1000.
 RUN useradd --create-home --uid 1000 user

@@ -1,6 +1,10 @@
 """The AAOS Space: one FastAPI app with the OpenEnv API and the Gradio UI at `/`.
 
-    python app.py        # http://127.0.0.1:7860 (HOST and PORT override; HOST defaults to 0.0.0.0)
+    python app.py        # http://127.0.0.1:7860
+
+It listens where Gradio's GRADIO_SERVER_NAME and GRADIO_SERVER_PORT say (Hugging Face Spaces set 0.0.0.0 and 7860),
+else HOST and PORT, else on 127.0.0.1:7860, this machine only (aaos.server.address.space_address); proxy headers
+are trusted only from the proxies AAOS_FORWARDED_ALLOW_IPS names (aaos.server.app.uvicorn_config).
 
 Once the server is up, the startup audit (`aaos doctor`: token present or not, model endpoint, champion runs)
 writes its lines to the log, prefixed "aaos doctor:", from a thread: the first page load does not wait for it.
@@ -18,6 +22,7 @@ from fastapi import FastAPI
 import aaos
 from aaos import doctor
 from aaos.agents.llm import LLMConfig
+from aaos.server.address import space_address, trusted_proxies
 from aaos.server.app import create_app, run_server, uvicorn_config
 from aaos.ui import mount_ui
 
@@ -44,13 +49,16 @@ app = build_app()
 
 def space_server(host: str, port: int) -> uvicorn.Server:
     """The Space's server, with the same limits as `aaos serve` (aaos.server.app.uvicorn_config)."""
-    return uvicorn.Server(uvicorn_config(app, host, port, os.environ.get("LOG_LEVEL", "warning")))
+    return uvicorn.Server(uvicorn_config(app, host, port, os.environ.get("LOG_LEVEL", "warning"),
+                                         trusted_proxies(os.environ)))
 
 
 if __name__ == "__main__":
-    host = os.environ.get("HOST", "0.0.0.0")
-    port = int(os.environ.get("PORT", "7860"))
-    print(f"AAOS Space on http://127.0.0.1:{port}", flush=True)
+    try:
+        host, port = space_address(os.environ)
+    except ValueError as error:
+        raise SystemExit(f"app.py: {error}") from None
+    print(f"AAOS Space on http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", flush=True)
     server = space_server(host, port)
     threading.Thread(target=audit_once_started, args=(server,), name="aaos-doctor", daemon=True).start()
     run_server(server)

@@ -9,13 +9,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import aaos
 from aaos import doctor
 from aaos.agents.llm import LLMConfig
 from aaos.bench import cli as bench_cli
-from aaos.core.extras import require
+from aaos.core.extras import DependencyNotInstalled, require
 from aaos.core.scenario_files import ScenarioError, SchemaMismatch
 from aaos.core.spec import ScenarioInfo
 from aaos.data import data_dir
@@ -155,9 +155,48 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    report = aaos.check_env(args.env, episodes=args.episodes, seed=args.seed, fuzz=args.fuzz)
-    print(report)
-    return 0 if report.passed else 1
+    """`aaos check ENV` (in process) or `aaos check --url URL` (any OpenEnv server, over the wire)."""
+    if (args.env is None) == (args.url is None):
+        raise ValueError("name an environment to check in process (aaos check ENV) or a running server "
+                         "(aaos check --url URL), one of the two")
+    if args.url is None:
+        wire_only = [flag for flag, value in (("--reset-param", args.reset_param), ("--json", args.json),
+                                             ("--markdown", args.markdown), ("--max-steps", args.max_steps),
+                                             ("--timeout", args.timeout)) if value is not None]
+        if wire_only:
+            raise ValueError(f"{', '.join(wire_only)} go with --url; aaos check ENV takes --episodes, --seed, --fuzz")
+        report = aaos.check_env(args.env, episodes=_given(args.episodes, 6), seed=args.seed,
+                                fuzz=_given(args.fuzz, 2000))
+        print(report)
+        return 0 if report.passed else 1
+    remote = require("aaos.check.remote", "server")  # httpx and websockets load only for --url
+    checked = remote.check_url(args.url, seed=args.seed, episodes=_given(args.episodes, 4), fuzz=_given(args.fuzz, 300),
+                               max_steps=_given(args.max_steps, 200), timeout=_given(args.timeout, 10.0),
+                               reset_params=dict(map(_reset_param, args.reset_param or ())))
+    print(checked.markdown(), end="")
+    if args.json is not None:
+        args.json.write_text(checked.json_text(), encoding="utf-8")
+    if args.markdown is not None:
+        args.markdown.write_text(checked.markdown(), encoding="utf-8")
+    return 0 if checked.passed else 1
+
+
+Given = TypeVar("Given", int, float)
+
+
+def _given(value: Given | None, default: Given) -> Given:
+    return default if value is None else value
+
+
+def _reset_param(text: str) -> tuple[str, object]:
+    """KEY=VALUE as a reset parameter: VALUE as JSON where it is JSON (7, true, "x"), else as a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ValueError(f"--reset-param takes KEY=VALUE (e.g. env=inbox), got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -168,9 +207,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     without_openenv_web_interface()
-    serve = require("aaos.server.app", "server").serve  # the server's dependencies load only for this command
+    server = require("aaos.server.app", "server")  # the server's dependencies load only for this command
     print(f"AAOS API on http://{args.host}:{args.port} (docs at /docs)", flush=True)
-    serve(args.host, args.port, hide_state=args.hide_state, evaluation=args.eval)
+    server.serve_arguments(args)
     return 0
 
 
@@ -216,15 +255,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("check", help="check an environment against the protocol (exit 1 when a check fails)",
-                       description="Runs aaos.check_env: determinism (in and across processes), malformed input, "
-                                   "JSON state and observations, clones, legal actions, the info and observation "
-                                   "contracts, reward range, return = score, the noop < random < champion ladder "
-                                   "and hidden ids. Prints one line per check.")
-    p.add_argument("env", choices=envs, help="the environment to check")
-    p.add_argument("--episodes", type=int, default=6, help="episodes per ladder policy (default 6)")
+    p = sub.add_parser("check", help="check an environment, or any OpenEnv server with --url, against the protocol "
+                                     "(exit 1 when a check fails)",
+                       description="aaos check ENV runs aaos.check_env: determinism (in and across processes), "
+                                   "malformed input, JSON state and observations, clones, legal actions, the info and "
+                                   "observation contracts, reward range, return = score, the noop < random < champion "
+                                   "ladder and hidden ids; one line per check. aaos check --url URL checks any "
+                                   "OpenEnv-compatible server over HTTP and WebSocket from what it publishes "
+                                   "(/metadata, /schema): determinism, the reset/step/state contract, session "
+                                   "isolation, malformed actions, frames and HTTP bodies, step after done, a noop vs "
+                                   "random-legal ladder and return = reported score; a Markdown report (and --json).")
+    p.add_argument("env", nargs="?", choices=envs, help="the environment to check in process")
+    p.add_argument("--url", help="check the OpenEnv server at this base URL instead (needs the [server] extra)")
+    p.add_argument("--episodes", type=int, help="episodes per ladder policy (default 6; 4 with --url)")
     p.add_argument("--seed", type=int, default=0, help="seed of the checked episodes (default 0)")
-    p.add_argument("--fuzz", type=int, default=2000, help="malformed joint actions to send (default 2000)")
+    p.add_argument("--fuzz", type=int, help="malformed actions to send (default 2000; 300 with --url)")
+    p.add_argument("--reset-param", action="append", metavar="KEY=VALUE",
+                   help="with --url: a reset parameter sent with every reset, and as a query parameter of /schema "
+                        "and /metadata (e.g. env=inbox on an AAOS server); repeatable")
+    p.add_argument("--max-steps", type=int, help="with --url: the longest episode played (default 200)")
+    p.add_argument("--timeout", type=float, help="with --url: seconds to wait for any answer (default 10)")
+    p.add_argument("--json", type=Path, metavar="PATH", help="with --url: also write the report as JSON here")
+    p.add_argument("--markdown", type=Path, metavar="PATH", help="with --url: also write the Markdown report here")
     p.set_defaults(func=_check)
 
     p = sub.add_parser("doctor", help="audit the setup: model token, model endpoint, champion runs (exit 1 on a "
@@ -248,13 +300,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+READER_GONE = 141
+"""The exit status when the reader of the output stops reading (`aaos run | head`): 128 + SIGPIPE, what a shell
+reports for a command a closed pipe stops, such as `yes | head`; the pipeline's own status is the reader's."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Input to fix (exit 2) and a missing install extra (exit 1) are one line on stderr, with no
+    traceback; output whose reader went away (the standard library's BrokenPipeError recipe) ends quietly, with
+    READER_GONE."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a reader gone while the last lines were buffered is found here, not at exit
+        return status
     except ValueError as error:
         print(f"aaos: {error}", file=sys.stderr)
         return 2
+    except DependencyNotInstalled as missing:
+        print(f"aaos: {missing}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere at exit, with no second error
+        os.close(devnull)
+        return READER_GONE
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The /mcp routes against a real server on loopback: arguments a tool refuses are JSON-RPC -32602 (invalid
-params) naming the argument and change nothing; MCP sessions have their own pool; the streamable HTTP lifecycle a
-standard MCP client goes through (initialize, Mcp-Session-Id, notifications, ping, DELETE); openenv's MCP calls as
-WS /ws steps. tests/test_server_mcp_clients.py plays whole episodes with the real clients."""
+params) naming the argument for openenv's clients, a result with isError for a standard client, and change
+nothing; MCP sessions have their own pool; the streamable HTTP lifecycle a standard MCP client goes through
+(initialize, Mcp-Session-Id, notifications, ping, DELETE); openenv's MCP calls as WS /ws steps.
+tests/test_server_mcp_clients.py plays whole episodes with the real clients."""
 
 from __future__ import annotations
 
@@ -193,8 +194,9 @@ def test_a_standard_client_s_session_lives_from_initialize_to_delete(mcp_app: Fa
     first = call("new_episode", task="org_simulation", seed=2)["result"]
     assert first["isError"] is False and json.loads(first["content"][0]["text"]) == first["structuredContent"]["result"]
     assert first["structuredContent"]["result"]["step_count"] == 0
-    refused = call("query_metrics", role="engineer", metric="mood")["error"]
-    assert refused["code"] == INVALID_PARAMS and "payload.metric" in refused["message"]
+    refused = call("query_metrics", role="engineer", metric="mood")["result"]
+    assert refused["isError"] is True and "payload.metric" in refused["content"][0]["text"]
+    assert call("fly")["error"]["code"] == INVALID_PARAMS
     stepped = call("query_metrics", role="engineer", metric="latency")["result"]["structuredContent"]
     assert stepped["view"]["step"] == 1  # the refused call took no step: the session's episode went on
 

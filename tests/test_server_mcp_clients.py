@@ -16,6 +16,8 @@ from fastapi import FastAPI
 from fastmcp import Client
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+from mcp.types import LATEST_PROTOCOL_VERSION
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 from openenv.core.mcp_client import MCPToolClient
 
@@ -129,3 +131,31 @@ def test_a_standard_client_plays_every_environment_as_in_process(
     steps = asyncio.run(player(mcp_server.url))
     assert len(steps) == len(aaos.env_ids()) and min(steps) >= 2  # every environment, each episode to its end
     assert len(mcp_app.state.mcp_sessions) == 0  # a standard client ends its session when it closes (DELETE /mcp)
+
+
+async def refusals_to_the_mcp_sdk(url: str) -> dict[str, Any]:
+    """What the official SDK's client gets for a tool input the environment refuses, for an unknown tool and for a
+    step after the episode ended, with what it negotiated."""
+    async with streamable_http_client(f"{url}/mcp") as (read, write, _), ClientSession(read, write) as session:
+        version = (await session.initialize()).protocolVersion
+        await session.call_tool("new_episode", {"env": "org", "task": shortest_task("org"), "seed": SEED})
+        invalid = await session.call_tool("query_metrics", {"role": "engineer", "metric": "nope"})
+        valid = await session.call_tool("query_metrics", {"role": "engineer", "metric": "latency"})
+        with pytest.raises(McpError) as unknown:
+            await session.call_tool("fly", {})
+        while not (await session.call_tool("joint_action", {"actions": {}})).structuredContent["done"]:  # type: ignore[index]
+            pass
+        over = await session.call_tool("joint_action", {"actions": {}})
+        return {"version": version, "invalid": invalid, "valid": valid, "unknown": unknown.value.error, "over": over}
+
+
+def test_a_refused_tool_call_is_a_result_the_model_reads_and_an_unknown_tool_an_error(
+        mcp_server: BackgroundServer) -> None:
+    answers = asyncio.run(refusals_to_the_mcp_sdk(mcp_server.url))
+    assert answers["version"] == LATEST_PROTOCOL_VERSION == "2025-11-25"
+    invalid, over = answers["invalid"], answers["over"]
+    assert invalid.isError and invalid.structuredContent is None
+    assert "payload.metric: Input should be 'latency'" in invalid.content[0].text
+    assert answers["valid"].structuredContent["view"]["step"] == 1  # the refused call took no step
+    assert over.isError and "call new_episode to start another" in over.content[0].text
+    assert answers["unknown"].code == -32602 and "unknown tool 'fly'" in answers["unknown"].message

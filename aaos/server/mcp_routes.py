@@ -5,7 +5,10 @@ routes, for two kinds of client:
   MCP's streamable HTTP transport: `initialize` (answered with an `Mcp-Session-Id` header: a session of the MCP
   pool), `notifications/initialized` (202, no body), then `ping`, `tools/list` and `tools/call` with that header,
   each answered with one JSON response; `tools/call` answers MCP's CallToolResult (content, structuredContent,
-  isError), converted by fastmcp as its own server would. DELETE ends the session; an unknown or expired session
+  isError), converted by fastmcp as its own server would. A call the tool refuses (arguments it cannot take, an
+  action the environment forbids, a step after the episode ended) is a result too, with `isError: true` and the
+  problems as its text, which the model reads and corrects (as MCP 2025-11-25 has tool input errors answered);
+  only an unknown tool is a JSON-RPC error (-32602). DELETE ends the session; an unknown or expired session
   is a 404 (the client initializes again). There is no server-to-client stream (GET is a 405): these tools never
   notify, so a client lists the tools again after `new_episode` switches the environment.
 - openenv's clients speak openenv-core's methods and message shapes (`tools/list`, `tools/call` answering the
@@ -15,9 +18,10 @@ routes, for two kinds of client:
 
 Two things differ from openenv's own routes, which is why these routes are ours:
 
-- Error codes follow JSON-RPC: arguments a tool refuses (wrong JSON type, unknown or missing argument, a
-  forbidden action, an unknown id, an unknown tool) are -32602 "invalid params", with the problems listed in
-  `data.problems`; openenv answers every tool error with -32603 "internal error".
+- Error codes follow JSON-RPC: for openenv's clients, arguments a tool refuses (wrong JSON type, unknown or missing
+  argument, a forbidden action, an unknown id, an unknown tool) are -32602 "invalid params", with the problems
+  listed in `data.problems`, and a step after the episode ended is -32000; openenv answers every tool error with
+  -32603 "internal error".
 - MCP sessions have a pool of their own (SessionConfig's size, per-client share and idle expiry), so MCP
   clients cannot lock WebSocket or HTTP clients out, or the other way round. A WS /mcp connection holds one
   session while it is open; when it expires or is evicted the server says so and closes the connection.
@@ -45,6 +49,7 @@ from mcp.types import (
     InitializeRequestParams,
     InitializeResult,
     ServerCapabilities,
+    TextContent,
     ToolsCapability,
 )
 from openenv.core.env_server.mcp_types import (
@@ -139,14 +144,19 @@ async def _list_tools(env: AAOSEnvironment) -> dict[str, Any]:
 
 async def _call_tool(env: AAOSEnvironment, params: dict[str, Any], standard: bool = False) -> Any:
     """The tool's return value (openenv's answer), or with `standard` MCP's CallToolResult made from it by fastmcp
-    (text content and structured content, as fastmcp's own server answers)."""
+    (text content and structured content, as fastmcp's own server answers), or for a call the tool refuses, one
+    with `isError` and the refusal as its text. An unknown tool is an RpcError either way."""
     name, arguments = params.get("name"), params.get("arguments", {})
     tools = await _tools(env)
     if not isinstance(name, str) or name not in tools:
         raise _invalid([f"name: unknown tool {str(name)[:100]!r}; tools/list lists them"])
-    value = _run(tools[name].fn, arguments)
     if not standard:
-        return value
+        return _run(tools[name].fn, arguments)
+    try:
+        value = _run(tools[name].fn, arguments)
+    except RpcError as refused:
+        return CallToolResult(content=[TextContent(type="text", text=refused.message)], isError=True
+                              ).model_dump(by_alias=True, mode="json", exclude_none=True)
     result = tools[name].convert_result(value)
     return CallToolResult.model_validate({"content": result.content, "structuredContent": result.structured_content,
                                           "isError": False, "_meta": result.meta}

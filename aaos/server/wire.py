@@ -12,6 +12,8 @@ against the session's environment; `Lean.step` (a step's answer: only the asked-
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,18 +24,27 @@ from pydantic_core import to_jsonable_python
 import aaos
 from aaos.core.actions import at_most
 from aaos.core.env import Environment, JointAction, Observation, StepResult, seen_by
-from aaos.server.models import MAX_MESSAGES, InvalidParams
+from aaos.server.models import MAX_JSON_DEPTH, MAX_MESSAGES, MAX_SEED, InvalidParams
 
 
 def dumps(data: Any) -> bytes:
     """JSON bytes of an answer, with orjson (about four times as fast as pydantic's encoder on an observation);
     anything that is not plain data (a pydantic model) is encoded as pydantic would. A dict key that is not a
     string (an environment's state may have some) is written as JSON writes it; allowing for them costs orjson
-    ~60 % more on every answer, so only an answer that has one pays it."""
+    ~60 % more on every answer, so only an answer that has one pays it. What orjson cannot write at all, an
+    integer beyond 64 bits or a lone surrogate (a client's own input echoed back, such as a JSON-RPC id), the
+    standard library writes (the surrogate as its \\u escape)."""
     try:
         return orjson.dumps(data, default=to_jsonable_python)
     except orjson.JSONEncodeError:
+        pass
+    try:
         return orjson.dumps(data, default=to_jsonable_python, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError as refused:
+        try:
+            return json.dumps(data, default=to_jsonable_python).encode()
+        except ValueError:  # not JSON data at all (pydantic cannot encode it either): orjson's error says what
+            raise refused from None
 
 
 MAX_ECHO_CHARS = 200
@@ -50,6 +61,17 @@ def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
 def clipped(messages: Sequence[str]) -> list[str]:
     """At most MAX_MESSAGES messages, each clipped, then one saying how many more there are, if any."""
     return [clip(message) for message in at_most(messages, MAX_MESSAGES)]
+
+
+def undecodable(cause: BaseException, what: str) -> str:
+    """Why `what` (the request body, a message), UTF-8 and not malformed JSON, could not be decoded, from what
+    json.loads raised."""
+    if isinstance(cause, RecursionError):
+        return f"{what} nests too deeply to decode: JSON objects and arrays may nest at most {MAX_JSON_DEPTH} levels"
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return (f"{what} holds an integer of more than {sys.get_int_max_str_digits()} digits, too long to decode; no "
+                f"field takes one (a seed is at most {MAX_SEED})")
+    return f"{what} could not be decoded as JSON: {clip(str(cause))}"
 
 
 @dataclass(frozen=True, slots=True)

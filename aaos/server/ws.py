@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import Any
 
@@ -66,7 +67,7 @@ from aaos.server.models import (
     error_messages,
 )
 from aaos.server.sessions import Refused, Session, SessionStore, StateHidden, UnknownSession
-from aaos.server.wire import FULL, Lean, clip, clipped, dumps
+from aaos.server.wire import FULL, Lean, clip, clipped, dumps, undecodable
 
 log = logging.getLogger("aaos.server")
 WS_REMEDY = "close one of your WebSocket connections (each holds one session)"
@@ -307,12 +308,7 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
     if text is None:
         raise BadMessage(WSErrorCode.INVALID_JSON, "binary frames are not accepted: send each message as a text "
                                                    "frame holding a JSON object")
-    try:
-        request = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
-        too_deep = "depth limit" in str(error)
-        hint = f" (arrays and objects may nest at most {MAX_JSON_DEPTH} levels deep)" if too_deep else ""
-        raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {clip(str(error))}{hint}") from None
+    request = _loads(text)
     if not isinstance(request, dict):
         raise BadMessage(WSErrorCode.VALIDATION_ERROR, 'a message must be a JSON object such as {"type": "step", '
                                                        f'"data": {{...}}}}, not {_JSON_KINDS[type(request)]}')
@@ -326,6 +322,25 @@ def decode(message: dict[str, Any]) -> dict[str, Any]:
         raise BadMessage(WSErrorCode.VALIDATION_ERROR, "Invalid message: " + "; ".join(clipped(problems)),
                          clipped(problems))
     return request
+
+
+def _loads(text: str) -> Any:
+    """A message's JSON, read by orjson (fast) or, where orjson refuses what HTTP's decoder (the standard library's)
+    reads, as HTTP reads it: a number beyond a double (an integer of 400 digits, 1e400), a lone surrogate, NaN. The
+    message is then validated as HTTP validates a body, and an error names the field. BadMessage (INVALID_JSON) for
+    what neither reads."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        refused = error
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        if isinstance(error, ValueError) and not isinstance(error, json.JSONDecodeError):  # an integer too long
+            raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {undecodable(error, 'the message')}") from None
+    too_deep = "depth limit" in str(refused)
+    hint = f" (arrays and objects may nest at most {MAX_JSON_DEPTH} levels deep)" if too_deep else ""
+    raise BadMessage(WSErrorCode.INVALID_JSON, f"Invalid JSON: {clip(str(refused))}{hint}")
 
 
 def _object_data(request: dict[str, Any], required: bool) -> dict[str, Any]:
@@ -351,9 +366,12 @@ def _lean(env: str, fields: dict[str, Any]) -> Lean:
     """The lean choice (`roles`, `observe`) of a message, checked against environment `env`."""
     if not fields:
         return FULL
-    key = (env, orjson.dumps(fields))
+    try:
+        key: tuple[str, bytes] | None = (env, orjson.dumps(fields))
+    except TypeError:  # a value orjson cannot write (orjson's encode error is a TypeError): validated, not cached
+        key = None
     spec = aaos.spec(env)
-    known = _LEANS.get(key)
+    known = _LEANS.get(key) if key is not None else None
     if known is not None and known[0] is spec:
         return known[1]
     try:
@@ -364,9 +382,10 @@ def _lean(env: str, fields: dict[str, Any]) -> Lean:
     except InvalidParams as error:
         problems = clipped(error.problems)
     else:
-        if len(_LEANS) >= LEANS_CACHE_SIZE:
-            _LEANS.clear()
-        _LEANS[key] = (spec, lean)
+        if key is not None:
+            if len(_LEANS) >= LEANS_CACHE_SIZE:
+                _LEANS.clear()
+            _LEANS[key] = (spec, lean)
         return lean
     raise BadMessage(WSErrorCode.VALIDATION_ERROR, "Invalid message: " + "; ".join(problems), problems)
 
