@@ -82,7 +82,7 @@ def test_a_model_row_of_mostly_fallbacks_is_unranked_and_never_promoted(tmp_path
     assert gate(rows, "llm:half").verdict == "PROMOTE"
     verdict = gate(rows, "llm:dead")  # the best mean of all, but not the model's
     assert verdict.verdict == "NO_PROMOTE" and verdict.reasons == [f"llm:dead is unranked: {reason}"]
-    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    ranked = json.loads(write_reports(rows, tmp_path, records)["json"].read_text())
     assert [(r["policy"], r["unranked"]) for r in ranked] == [("heuristic", None), ("llm:half", None),
                                                               ("llm:dead", reason)]  # after every ranked row
     assert reason in (tmp_path / "leaderboard.md").read_text()
@@ -90,11 +90,11 @@ def test_a_model_row_of_mostly_fallbacks_is_unranked_and_never_promoted(tmp_path
 
 
 def test_reports_are_written(tmp_path: Path) -> None:
-    rows = summarise([_record("heuristic", "train", 0.9), _record("random", "train", 0.3)])
-    paths = write_reports(rows, tmp_path)
+    records = [_record("heuristic", "train", 0.9), _record("random", "train", 0.3)]
+    paths = write_reports(summarise(records), tmp_path, records)
     assert [r["policy"] for r in json.loads(paths["json"].read_text())] == ["heuristic", "random"]
     assert paths["csv"].read_text().splitlines()[0].startswith(
-        "env,env_version,reward_version,policy,split,split_label,episodes,mean_score")
+        "rank,env,env_version,reward_version,policy,split,split_label,episodes,mean_score")
     assert "plotly" in paths["html"].read_text()[:100_000].lower()
 
 
@@ -118,7 +118,7 @@ def test_rows_of_different_versions_are_never_pooled_nor_gated_together(tmp_path
     assert gate([r for r in rows if r["reward_version"] == "2"], "candidate").verdict == "PROMOTE"
     unmatched = gate(rows, "solo")  # the champion was never played on env version 9: nothing to compare with
     assert unmatched.verdict == "NO_PROMOTE" and "same environment version" in unmatched.reasons[0]
-    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    ranked = json.loads(write_reports(rows, tmp_path, read_records(results))["json"].read_text())
     assert [(r["reward_version"], r["policy"]) for r in ranked if r["env_version"] == "1"] == [
         ("1", "heuristic"), ("1", "candidate"), ("2", "candidate"), ("2", "heuristic")]
 
@@ -152,7 +152,7 @@ def test_a_policy_reading_hidden_state_is_played_but_never_ranked_nor_promoted(t
     assert {r["policy"]: r["unranked"] for r in rows} == {"oracle": READS_HIDDEN_STATE, "heuristic": None}
     oracle = next(r for r in rows if r["policy"] == "oracle")
     rows.append({**oracle, "policy": "oracle-best", "mean_score": 1.0})  # a perfect score does not rank it either
-    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    ranked = json.loads(write_reports(rows, tmp_path, records)["json"].read_text())
     assert [r["policy"] for r in ranked] == ["heuristic", "oracle-best", "oracle"]  # unranked after every ranked row
     verdict = gate(rows, "oracle")
     assert verdict.verdict == "NO_PROMOTE" and verdict.reasons[0] == f"oracle is unranked: {READS_HIDDEN_STATE}"

@@ -38,7 +38,7 @@ def bench(out: Path, scenario: str = "product_launch_failure") -> Path:
     jobs = plan_jobs(list(specs), ["org_simulation"], [scenario], 1, ("train",))
     records = run(jobs, specs, out / "results.jsonl", trajectories=out / "trajectories.jsonl")
     rows = summarise(records)
-    write_reports(rows, out)
+    write_reports(rows, out, records)
     (out / "policies.json").write_text(json.dumps([s.describe() for s in specs.values()], indent=2) + "\n")
     (out / "gate.json").write_text(json.dumps(gate(rows, "random").to_dict(), indent=2) + "\n")
     return out
@@ -91,7 +91,7 @@ def test_push_creates_a_private_dataset_with_the_run_files(results: Path, hub: F
     assert hub.routes == ROUTES
     uploaded = {path: content for path, content in repo.files.items() if path != "README.md"}
     assert uploaded == {f"runs/{pushed.run_id}/{p.name}": p.read_bytes() for p in results.iterdir()}
-    assert len(uploaded) == 8  # results, 4 leaderboards, gate, policies, trajectories
+    assert len(uploaded) == 11  # results, 4 leaderboards, 3 paired reports, gate, policies, trajectories
     assert pushed.path_in_repo == f"runs/{pushed.run_id}"
     assert pushed.commit_url.startswith(f"{hub.url}/datasets/{REPO}/commit/")
     commit = pushed.commit_url.rsplit("/", 1)[1]

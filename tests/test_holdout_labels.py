@@ -57,7 +57,7 @@ def test_records_and_leaderboard_rows_say_which_holdout_and_never_pool_the_two(t
     old = [{k: v for k, v in r.items() if k != "split_label"} for r in public]  # records older than the field
     assert {r["split_label"] for r in summarise(old)} == {"train", "public holdout"}
     assert "split_label" in LEADERBOARD_COLUMNS
-    paths = write_reports(rows, tmp_path / "report")
+    paths = write_reports(rows, tmp_path / "report", public + salted_records)
     board = paths["md"].read_text()
     assert "| holdout | public holdout |" in board and "| holdout | salted holdout |" in board
-    assert paths["csv"].read_text().splitlines()[0].split(",")[4:6] == ["split", "split_label"]
+    assert paths["csv"].read_text().splitlines()[0].split(",")[5:7] == ["split", "split_label"]

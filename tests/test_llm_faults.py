@@ -155,7 +155,7 @@ def test_token_is_never_logged_or_written(tmp_path: Path, caplog: pytest.LogCapt
         spec = PolicySpec("llm:fake", "llm", config(url))
         records = run(plan_jobs(["llm:fake"], ["org_simulation"], ["product_launch_failure"], 1, ("train",)),
                       {"llm:fake": spec}, tmp_path / "results.jsonl", concurrency=2)
-        write_reports(summarise(records), tmp_path)
+        write_reports(summarise(records), tmp_path, records)
         (tmp_path / "policies.json").write_text(json.dumps([spec.describe()]))
     assert all(h["authorization"] == f"Bearer {TOKEN}" for h in script.headers)  # it was used...
     written = "".join(p.read_text() for p in tmp_path.iterdir())
@@ -184,7 +184,7 @@ def test_a_dead_model_s_benchmark_rows_are_unranked_and_never_promoted(tmp_path:
                                   "(the limit is 50 %)")
         verdict = gate(rows, name)  # level with the champion: the unranked row is the only reason not to promote
         assert verdict.verdict == "NO_PROMOTE" and verdict.reasons == [f"{name} is unranked: {unranked[name]}"]
-    ranked = json.loads(write_reports(rows, tmp_path)["json"].read_text())
+    ranked = json.loads(write_reports(rows, tmp_path, records.values())["json"].read_text())
     assert [(r["policy"], r["unranked"] is None) for r in ranked] == [
         ("heuristic", True), ("guarded:dead", False), ("llm:dead", False)]
 

@@ -1,5 +1,6 @@
-"""The training tables of README.md and docs/training.md are what the committed summaries say (regenerate them with
-`python -m aaos.training.tables`), and the tables read every figure from a summary."""
+"""The training tables of README.md and docs/training.md are what the committed summaries and evaluation episodes say
+(regenerate them with `python -m aaos.training.tables`), the tables read every figure from a summary, and their rank
+groups come from the paired evaluation episodes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 from test_ui_training import holdout_row, sample_summary
 
+from aaos.bench import paired
+from aaos.bench.paired import NoiseFloor, PairedDifference, Standing
 from aaos.training import tables
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +21,20 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("document", tables.DOCUMENTS)
 def test_the_documents_training_tables_match_the_committed_summaries(document: str) -> None:
     text = (REPO_ROOT / document).read_text(encoding="utf-8")
-    assert tables.render(text, tables.summaries()) == text, f"run: python -m aaos.training.tables ({document})"
+    found = tables.summaries()
+    assert tables.render(text, found, tables.standings(found)) == text, (
+        f"run: python -m aaos.training.tables ({document})")
+
+
+def test_the_committed_ranks_come_from_every_policy_s_paired_evaluation_episodes() -> None:
+    found = tables.summaries()
+    for env, standing in tables.standings(found).items():
+        policies = [row["policy"] for row in found[env]["holdout"]]
+        assert standing.refused is None, (env, standing.refused)
+        assert sorted(standing.ranks) == sorted(policies)
+        assert standing.episodes == found[env]["holdout"][0]["episodes"]
+        assert len(standing.comparisons) == len(policies) * (len(policies) - 1) // 2
+        assert [floor.task for floor in standing.noise_floors] == [found[env]["task"]]
 
 
 def test_every_committed_run_has_its_table_and_a_row_in_the_overview() -> None:
@@ -38,31 +54,59 @@ def summary() -> dict[str, Any]:
     return made
 
 
+RANKS = {"noop": 7, "random": 6, "heuristic": 1, "untrained": 5, "sft": 3, "dagger": 1, "dagger_legal": 3}
+
+
+def standing() -> Standing:
+    """A made-up standing of summary()'s policies over 12 episodes (the ranks RANKS, one noise floor)."""
+    pairs = tuple(PairedDifference(a, b, 12, 0.1, 0.05, 0.15, 0.001, 0.01) for a in RANKS for b in RANKS if a < b)
+    return Standing(RANKS, pairs, (NoiseFloor("org_simulation", 12, 0.05, 0.04, 8),), episodes=12)
+
+
 def test_the_tables_read_each_figure_from_the_summary() -> None:
     made = summary()
     overview = tables.overview({"org": made}).splitlines()
     assert overview[2] == ("| org, org_simulation | 12 | 0.200 | 0.040 [0.010, 0.070] | 0.400 | 0.500 | "
                            "**0.700 [0.660, 0.750]** (SmolLM2 SFT+DAgger) | yes | 2.50 | 46 min |")
-    detail = tables.detail(made).splitlines()
-    assert detail[0].endswith("| business_success | collaboration |")
+    detail = tables.detail(made, standing()).splitlines()
+    assert detail[0].startswith("| rank | policy |") and detail[0].endswith("| business_success | collaboration |")
     shipped = next(line for line in detail if "(shipped)" in line)
-    assert shipped.startswith("| **SmolLM2 SFT+DAgger** (shipped) | 0.700 [0.660, 0.750] | 92.0 % | 2.50 | 45 |")
-    assert detail[3].startswith("| random | 0.040 [0.010, 0.070] | — | 0.50 | — |")
+    assert shipped.startswith("| 1 | **SmolLM2 SFT+DAgger** (shipped) | 0.700 [0.660, 0.750] | 92.0 % | 2.50 | 45 |")
+    assert detail[3].startswith("| 6 | random | 0.040 [0.010, 0.070] | — | 0.50 | — |")
+    assert [line.split(" | ")[0] for line in detail[2:9]] == [f"| {RANKS[row['policy']]}" for row in made["holdout"]]
+    assert ("Rank: policies not significantly different from their group's best share its rank (paired sign-flip "
+            "tests on the same 12 holdout episodes, Holm-corrected over the 21 pairs, alpha 0.05; `aaos bench` ranks "
+            "the same way). Noise floor, org_simulation: with 12 episodes, differences below 0.040 are noise; 0.05 "
+            "needs 8 episodes.") in detail
     assert "SmolLM2 SFT+DAgger, any legal call" in detail[-1]
+
+
+def test_too_few_episodes_to_tell_the_policies_apart_is_said_and_unpaired_ones_are_not_ranked() -> None:
+    few = Standing(dict.fromkeys(RANKS, 1), standing().comparisons, episodes=8)
+    assert ("8 paired episodes cannot tell 7 policies apart (21 pairs, Holm-corrected: it takes 10 or more), so they "
+            "share a rank.") in tables.detail(summary(), few)
+    scores = {row["policy"]: {("org_simulation", "s", seed, None): 0.5 for seed in range(3)}
+              for row in summary()["holdout"]}
+    scores["dagger"] = {("org_simulation", "s", 0, None): 0.5}
+    refused = paired.standing(scores)
+    detail = tables.detail(summary(), refused)
+    assert "Rank: none, not paired, so not compared" in detail and "dagger lacks 2 of the 3 episodes" in detail
+    assert all(line.startswith("| — |") for line in detail.splitlines()[2:9])
 
 
 def test_a_final_model_not_clear_of_the_untrained_one_is_not_called_shipped() -> None:
     made = summary() | {"beats_untrained": False}
     overview = tables.overview({"org": made}).splitlines()[2]
     assert "(SmolLM2 SFT+DAgger, not published: not clear of the untrained model)" in overview, overview
-    detail = tables.detail(made)
+    detail = tables.detail(made, standing())
     assert "(shipped)" not in detail
-    assert "| **SmolLM2 SFT+DAgger** (not published: not clear of the untrained model) | 0.700" in detail, detail
+    assert "| 1 | **SmolLM2 SFT+DAgger** (not published: not clear of the untrained model) | 0.700" in detail, detail
 
 
 def test_a_block_no_summary_gives_is_refused_by_name() -> None:
+    ranked = {"org": standing()}
     with pytest.raises(KeyError, match="'nowhere'"):
-        tables.render("<!-- training:nowhere -->\nold\n<!-- /training:nowhere -->", {"org": summary()})
+        tables.render("<!-- training:nowhere -->\nold\n<!-- /training:nowhere -->", {"org": summary()}, ranked)
     text = "a\n<!-- training:org -->\nstale\n<!-- /training:org -->\nb"
-    expected = f"a\n<!-- training:org -->\n{tables.detail(summary())}<!-- /training:org -->\nb"
-    assert tables.render(text, {"org": summary()}) == expected
+    expected = f"a\n<!-- training:org -->\n{tables.detail(summary(), standing())}<!-- /training:org -->\nb"
+    assert tables.render(text, {"org": summary()}, ranked) == expected

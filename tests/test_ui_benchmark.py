@@ -1,6 +1,7 @@
-"""The Space's Benchmark tab, called as the layout calls it: a run with progress, the leaderboard, chart, gate
-and downloads (its holdout salted by default: a secret salt per run, its fingerprint shown); bad settings; Stop;
-one benchmark at a time per tab."""
+"""The Space's Benchmark tab, called as the layout calls it: a run with progress (episodes and steps), the leaderboard
+(rank groups from paired comparisons, reward components), its noise floor and paired comparisons, chart, gate and
+downloads (its holdout salted by default: a secret salt per run, its fingerprint shown); the gate candidate follows
+the ticked policies; bad settings; Stop; one benchmark at a time per tab."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from helpers import play
 from ui_fixtures import assert_no_reprs, html_table, reset, run_benchmark, wait_until
 
 import aaos
-from aaos.bench.stats import SUCCESS_THRESHOLD
+from aaos.bench import paired
+from aaos.bench.stats import SUCCESS_THRESHOLD, summarise
 from aaos.core.seeding import salt_fingerprint, salted
 from aaos.ui import benchmark, benchmark_tab, formatting, wiring
 from aaos.ui.play_tab import episode_choices
@@ -37,7 +39,18 @@ def replayed_score(policy_name: str, scenario: str, seed: int) -> float:
 SALT = "the-run-s-secret-salt"
 
 
-def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate(
+COMPONENTS = ["Business success", "Collaboration", "Risk management", "Efficiency", "Adaptability"]
+"""The organisation's reward components as the leaderboard titles them, in its spec's order."""
+
+
+def board_columns(model: bool = False) -> list[str]:
+    """The leaderboard's columns for org: the reward components after the success rate."""
+    titles = [c.title for c in formatting.LEADERBOARD if model or not c.model]
+    at = titles.index("Success") + 1
+    return titles[:at] + COMPONENTS + titles[at:]
+
+
+def test_one_episode_each_cannot_tell_champion_and_random_apart_and_files_chart_and_gate_follow(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(benchmark, "new_salt", lambda: SALT)  # a known salt, to replay the run's holdout episodes
     session = reset()["session"]
@@ -49,10 +62,19 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate(
         last["bench_status"] and SALT not in json.dumps(last, default=str)
 
     board = html_table(last["leaderboard"])
-    assert list(board[0]) == [c.title for c in formatting.LEADERBOARD if not c.model]  # no model columns
-    assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [
-        ("1", "Champion", "salted holdout", "2"), ("2", "Random", "salted holdout", "2"),
-        ("1", "Champion", "train", "1"), ("2", "Random", "train", "1")]
+    assert list(board[0]) == board_columns()  # no model columns
+    assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [  # 1 or 2 episodes: a tie
+        ("1", "Champion", "salted holdout", "2"), ("1", "Random", "salted holdout", "2"),
+        ("1", "Champion", "train", "1"), ("1", "Random", "train", "1")]
+    assert "with 2 episodes, every difference is noise (a paired test needs 6 or more)" in last["bench_noise"]
+    assert "1 paired episode cannot tell 2 policies apart (1 pair, Holm-corrected: it takes 6 or more)" in \
+        last["bench_noise"]
+    pairs = last["bench_pairs"]
+    assert list(pairs.columns) == list(benchmark.PAIRWISE_COLUMNS)
+    assert [(*row[1:4], row[-1]) for row in pairs.itertuples(index=False)] == [
+        ("Champion", "Random", "2", "no"), ("Champion", "Random", "1", "no")]
+    files = files_of(last)
+    records = [json.loads(line) for line in files["results.jsonl"].read_text(encoding="utf-8").splitlines()]
     played = {"train": [("product_launch_failure", 0)],
               "salted holdout": [("product_launch_failure", 10_000), ("vendor_outage_cascade", 10_000)]}
     for row in board:  # each row is exactly its episodes replayed in process, the holdout ones with the run's salt
@@ -61,6 +83,9 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate(
             scores = [replayed_score(name, scenario, seed) for scenario, seed in played[row["Split"]]]
         assert row["Mean score"] == f"{statistics.mean(scores):.3f}"
         assert row["Success"] == f"{100 * sum(s >= SUCCESS_THRESHOLD for s in scores) / len(scores):.0f} %"
+        efficiency = [r["components"]["efficiency"] for r in records if (r["policy"], r["split_label"]) == (
+            name, row["Split"])]
+        assert row["Efficiency"] == f"{statistics.mean(efficiency):.3f}" and len(efficiency) == len(scores)
     assert all(float(row["Mean score"]) >= 0.6 for row in board if row["Policy"] == "Champion")
     public = [replayed_score("heuristic", scenario, seed) for scenario, seed in played["salted holdout"]]
     assert board[0]["Mean score"] != f"{statistics.mean(public):.3f}"  # not the public holdout's episodes
@@ -70,10 +95,8 @@ def test_champion_vs_random_ranks_the_champion_first_with_files_chart_and_gate(
     assert all(list(trace.x) == ["Champion", "Random"] for trace in chart.data)
     assert "Random vs the champion" in last["gate"] and "no promote" in last["gate"]
 
-    files = files_of(last)
     assert set(files) == {"results.jsonl", "leaderboard.csv"}
     assert all(path.is_relative_to(session.workdir()) for path in files.values())
-    records = [json.loads(line) for line in files["results.jsonl"].read_text(encoding="utf-8").splitlines()]
     assert len(records) == 6 and {r["policy"] for r in records} == {"heuristic", "random"}
     assert {(r["split_label"], r["holdout_salt"]) for r in records if r["split"] == "holdout"} == {
         ("salted holdout", salt_fingerprint(SALT))}
@@ -143,7 +166,7 @@ def test_the_local_model_is_offered_only_when_installed(monkeypatch: pytest.Monk
     assert "appears here once" in benchmark.policies_info(False)
     monkeypatch.setattr(benchmark.agents.local_model, "missing", lambda: "it is not installed; install with: pip")
     updates = run_benchmark(reset()["session"], policies=("heuristic", "local"))
-    assert "Local SmolLM2-135M is not available" in updates[0]["bench_status"]
+    assert "is not available: it is not installed" in updates[0]["bench_status"]
 
 
 def big_benchmark(session: Any) -> Any:
@@ -188,7 +211,7 @@ def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> 
         last = run_benchmark(session, policies=("heuristic", "openai"), candidate="openai", mode="joint",
                              model="fake-model", base_url=url, token="hf_secret")[-1]
     board = html_table(last["leaderboard"])
-    assert list(board[0]) == [c.title for c in formatting.LEADERBOARD]
+    assert list(board[0]) == board_columns(model=True)
     model = {row["Split"]: row for row in board if row["Policy"] == "fake-model"}
     assert {split: (row["Fallbacks"], row["Tokens"]) for split, row in model.items()} == {
         "salted holdout": ("0 %", "600"), "train": ("0 %", "300")}
@@ -199,22 +222,26 @@ def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> 
                                                                                         "hf_secret")
 
 
-def summary_row(policy: str, split: str, score: float, env_version: str, **extra: Any) -> dict[str, Any]:
-    return {"policy": policy, "split": split, "episodes": 2, "mean_score": score, "ci_low": score - 0.1,
-            "ci_high": score + 0.1, "success_rate": 0.5, "invalid_action_rate": 0.0,
-            "hard_violations_per_episode": 0.0, "mean_call_latency_s": None, "env": "org",
-            "env_version": env_version, "reward_version": "2", **extra}
+def episode(policy: str, seed: int, score: float, env_version: str | None) -> dict[str, Any]:
+    """A holdout episode record of org_simulation (None: a record older than the version fields)."""
+    versions = {} if env_version is None else {"env_version": env_version, "reward_version": "2"}
+    return {"policy": policy, "split": "holdout", "env": "org", "task": "org_simulation", "scenario": "s", "seed": seed,
+            "score": score, "components": {"efficiency": score}, "actions": 10, "invalid_actions": 0,
+            "hard_violations": 0, "llm": None, "wall_s": 0.1, "error": None, **versions}
 
 
 def test_the_leaderboard_names_the_environment_versions_and_ranks_each_apart() -> None:
-    rows = [summary_row("heuristic", "holdout", 0.7, "2"), summary_row("random", "holdout", 0.9, "1"),
-            summary_row("random", "holdout", 0.3, "2"), summary_row("heuristic", "holdout", 0.5, "1")]
-    board = html_table(formatting.leaderboard(benchmark.ranked(rows)))
+    means = {("heuristic", "2"): 0.7, ("random", "1"): 0.9, ("random", "2"): 0.3, ("heuristic", "1"): 0.5}
+    records = [episode(policy, seed, mean, version) for (policy, version), mean in means.items() for seed in range(6)]
+    rows = summarise(records)
+    board = html_table(formatting.leaderboard(benchmark.ranked(rows, paired.standings(rows, records))))
     assert [(r["#"], r["Policy"], r["Env"]) for r in board] == [
         ("1", "Random", "org v1 · reward v2"), ("2", "Champion", "org v1 · reward v2"),
         ("1", "Champion", "org v2 · reward v2"), ("2", "Random", "org v2 · reward v2")]
-    unversioned = {k: v for k, v in rows[0].items() if k not in ("env", "env_version", "reward_version")}
-    assert html_table(formatting.leaderboard(benchmark.ranked([unversioned])))[0]["Env"] == "—"
+    old = [episode("heuristic", seed, 0.7, None) for seed in range(2)]
+    old_rows = summarise(old)
+    assert html_table(formatting.leaderboard(benchmark.ranked(old_rows, paired.standings(old_rows, old))))[0][
+        "Env"] == "org"
 
 
 def test_a_model_whose_actions_all_fell_back_is_shown_unranked_not_ranked_as_the_model() -> None:
@@ -235,9 +262,73 @@ def test_the_benchmark_names_tasks_and_scenarios_as_the_sidebar_does() -> None:
     assert ("A new regulation lands mid-sprint (train)", "policy_change_shock") in scenarios
 
 
-@pytest.mark.parametrize(("episodes", "expected"), [(1, "will play 20 episodes"), (3, "will play 60 episodes"),
-                                                    (2.5, "whole number from 1 to 50"), (None, "whole number")])
+@pytest.mark.parametrize(("episodes", "expected"), [
+    (1, "will play 20 episodes (1 seed per split of each policy"), (3, "will play 60 episodes (3 seeds per split"),
+    (2.5, "whole number from 1 to 50"), (None, "whole number")])
 def test_the_plan_line_says_what_run_benchmark_will_play(episodes: float | None, expected: str) -> None:
     out = benchmark_tab.show_plan("org", ["heuristic", "random"], ["org_simulation"],
                                   [value for _, value in episode_choices("org")[1]], ["train", "holdout"], episodes)
     assert expected in out["bench_plan"]
+
+
+def test_one_episode_is_said_in_the_singular() -> None:
+    plan = benchmark_tab.show_plan("org", ["heuristic"], ["org_simulation"], ["product_launch_failure"], ["train"], 1)
+    assert "will play 1 episode (1 seed per split of each policy, task and scenario)" in plan["bench_plan"]
+    last = run_benchmark(reset()["session"], policies=("heuristic",), scenarios=("product_launch_failure",),
+                         splits=("train",))[-1]
+    assert "Done: 1 episode in " in last["bench_status"]
+
+
+def test_three_policies_on_twelve_paired_episodes_land_in_three_rank_groups_with_their_noise_floor() -> None:
+    last = run_benchmark(reset()["session"], policies=("heuristic", "random", "noop"),
+                         scenarios=tuple(s for _, s in episode_choices("org")[1] if s in TRAIN_SCENARIOS),
+                         splits=("train",), episodes=3, candidate="noop")[-1]
+    board = html_table(last["leaderboard"])
+    assert [(r["#"], r["Policy"], r["Episodes"]) for r in board] == [
+        ("1", "Champion", "12"), ("2", "Random", "12"), ("3", "Do nothing", "12")]
+    pairs = last["bench_pairs"]
+    assert [(row[1], row[2], row[-1]) for row in pairs.itertuples(index=False)] == [
+        ("Champion", "Random", "yes"), ("Champion", "Do nothing", "yes"), ("Random", "Do nothing", "yes")]
+    assert all(float(row[4]) > 0 for row in pairs.itertuples(index=False))  # better minus worse
+    org = aaos.spec("org")
+    assert (f"org v{org.version} (reward v{org.reward_version}), train, org_simulation: with 12 episodes, "
+            "differences below 0.") in last["bench_noise"]
+    assert "cannot tell" not in last["bench_noise"]
+
+
+TRAIN_SCENARIOS = {s.id for s in aaos.spec("org").scenarios if s.split == "train"}
+
+
+def test_the_gate_candidate_follows_the_ticked_policies() -> None:
+    follow = benchmark_tab.follow_policies
+    assert follow(["heuristic", "random", "noop"], "noop")["bench_candidate"] == {
+        "__type__": "update", "choices": [("Random legal actions", "random"), ("Do nothing (no_op)", "noop")],
+        "value": "noop"}
+    unticked = follow(["heuristic", "noop"], "random")["bench_candidate"]
+    assert unticked["choices"] == [("Do nothing (no_op)", "noop")] and unticked["value"] == "noop"
+    assert follow(["heuristic"], "random")["bench_candidate"]["value"] is None
+    assert follow(["noop", "random"], None)["bench_candidate"]["value"] == "random"  # the default, when ticked
+    updates = run_benchmark(reset()["session"], policies=("heuristic", "noop"), candidate="random")
+    assert updates[0]["bench_candidate"]["value"] == "noop"  # never a policy that is not part of the run
+    assert "Do nothing vs the champion" in updates[-1]["gate"] and "not part of this run" not in updates[-1]["gate"]
+    alone = run_benchmark(reset()["session"], policies=("heuristic",), candidate="random")
+    assert alone[0]["bench_candidate"]["value"] is None and "tick another policy" in alone[-1]["gate"]
+
+
+def test_the_progress_line_counts_steps_of_the_episodes_in_flight(tmp_path: Path) -> None:
+    plan = benchmark.make_plan("org", ["heuristic", "random"], ["org_simulation"], ["product_launch_failure"],
+                               ["train"], 2, 2, "per_role", None)
+    assert isinstance(plan, benchmark.Plan)
+    run = benchmark.BenchmarkRun(plan, tmp_path)  # not started: fed as the runner feeds it
+    first, second = plan.jobs()[:2]
+    assert run.steps_total == 4 * 20 and "0 of 80 steps" in benchmark_tab._progress(run)
+    run._step(first, 12)
+    run._step(second, 3)
+    line = benchmark_tab._progress(run)
+    assert "15 of 80 steps" in line and 'width:19%' in line  # the bar moves with the steps, not only episodes
+    assert "Playing Champion, " in line and "seed 0: step 12 of 20 (and 1 more episode in flight)." in line
+    run._progress(1, 4, {"policy": first.policy, "env": "org", "task": first.task, "scenario": first.scenario,
+                         "seed": first.seed, "score": 0.9, "error": None, "llm": None})
+    line = benchmark_tab._progress(run)
+    assert "1 / 4 episodes" in line and "23 of 80 steps" in line and "step 3 of 20." in line
+    assert "Latest: Champion" in line

@@ -5,6 +5,7 @@ shows no score, success or bar: the score would be the fallbacks', not the model
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,8 @@ def model_run(tmp_path: Path) -> benchmark.BenchmarkRun:
 
 
 def record(llm: dict[str, Any] | None, seed: int) -> dict[str, Any]:
-    return {"policy": "llm:fake-model", "task": "org_simulation", "scenario": "product_launch_failure", "seed": seed,
-            "score": 0.769, "error": None, "llm": llm}
+    return {"policy": "llm:fake-model", "env": "org", "task": "org_simulation", "scenario": "product_launch_failure",
+            "seed": seed, "score": 0.769, "error": None, "llm": llm}
 
 
 def test_failing_calls_show_while_the_benchmark_runs_and_after(tmp_path: Path) -> None:
@@ -71,11 +72,21 @@ def test_a_row_decided_by_fallbacks_shows_no_score(unranked: str | None, shown: 
     assert formatting.own_score(row) is shown
 
 
+def played(policy: str, seed: int, llm: dict[str, Any] | None) -> dict[str, Any]:
+    """A finished episode's whole record, as the runner writes it."""
+    return {**record(llm, seed), "policy": policy, "split": "train", "split_label": "train", "holdout_salt": None,
+            "env_version": "4", "reward_version": "3", "components": {"efficiency": 0.8}, "actions": 12,
+            "invalid_actions": 0, "hard_violations": 0, "wall_s": 1.0}
+
+
 def test_the_chart_draws_no_bar_for_a_score_the_model_did_not_make(tmp_path: Path) -> None:
     run = model_run(tmp_path)
-    run.rows = [summary_row("heuristic", None, None), summary_row("llm:fake-model", not_credited({"champion": 4}),
-                                                                  None)]
+    episodes = [played("heuristic", seed, None) for seed in range(2)]
+    episodes += [played("llm:fake-model", seed, {**FAILED, "latency_s": 1.0}) for seed in range(2)]
+    run.results.write_text("".join(json.dumps(r) + "\n" for r in episodes), encoding="utf-8")
+    run._summarise()
     run.state = "finished"
+    assert {r["policy"]: r["unranked"] for r in run.rows}["llm:fake-model"] == not_credited({"champion": 80})
     out = benchmark_tab._results(run, "openai")
     assert [list(trace.x) for trace in out["bench_chart"].data] == [["Champion"]]
     assert "fake-model" in out["leaderboard"]

@@ -30,8 +30,8 @@ from huggingface_hub.utils import validate_repo_id
 from aaos.bench.runner import read_records
 
 RESULTS = "results.jsonl"
-OUTPUT_FILES = (RESULTS, "leaderboard.csv", "leaderboard.json", "leaderboard.md", "leaderboard.html", "gate.json",
-                "policies.json", "trajectories.jsonl")
+OUTPUT_FILES = (RESULTS, "leaderboard.csv", "leaderboard.json", "leaderboard.md", "leaderboard.html", "pairwise.csv",
+                "noise_floor.csv", "pairwise.json", "gate.json", "policies.json", "trajectories.jsonl")
 """The files of an `aaos bench` output folder that are uploaded, those present; results.jsonl is required."""
 RUNS_FOLDER = "runs"
 SPLIT = "episodes"

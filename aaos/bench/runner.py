@@ -60,6 +60,10 @@ class Job:
         return f"{self.policy}|{self.env}|{self.task}|{self.scenario}|{self.seed}"
 
 
+StepProgress = Callable[[Job, int], None]
+"""Called after each step of an episode in flight: (its job, the steps played so far)."""
+
+
 @lru_cache(maxsize=1024)
 def _file_split(env: str, path: str, mtime_ns: int) -> Split | None:
     read = aaos.kit_of(env).scenario_file
@@ -118,12 +122,13 @@ def episode_split(job: Job) -> Split:
 
 
 async def run_episode(job: Job, policy: Policy, trajectory: list[dict[str, Any]] | None = None,
-                      remote: Remote | None = None) -> dict[str, Any]:
+                      remote: Remote | None = None, on_step: StepProgress | None = None) -> dict[str, Any]:
     """Play one episode; the record holds the score, its breakdown, validity counts and model accounting.
     When `trajectory` is a list, the episode's per-step trajectory records are appended to it. With `remote`, the
-    episode is played on that server (aaos.bench.remote), its holdout salt the server's."""
+    episode is played on that server (aaos.bench.remote), its holdout salt the server's. `on_step` is told of every
+    step played."""
     if remote is not None:
-        return await _remote_episode(job, policy, remote)
+        return await _remote_episode(job, policy, remote, on_step)
     started = time.perf_counter()
     salt = salt_fingerprint()  # of the salt the variant is drawn with, read as the environment is built
     env = aaos.make(job.task, scenario=job.scenario, seed=job.seed, env=job.env)
@@ -139,13 +144,14 @@ async def run_episode(job: Job, policy: Policy, trajectory: list[dict[str, Any]]
             trajectory.append(step_record(env.spec, meta, len(trajectory) + 1, joint, result, env.state(),
                                           observation))
         observation = result.observation
-        tally.add(result)
+        tally.add(result, job, on_step)
         if result.done:
             break
     return _record(job, policy, salt, result, tally, started)
 
 
-async def _remote_episode(job: Job, policy: Policy, remote: Remote) -> dict[str, Any]:
+async def _remote_episode(job: Job, policy: Policy, remote: Remote, on_step: StepProgress | None
+                          ) -> dict[str, Any]:
     started = time.perf_counter()
     async with require("httpx", "bench").AsyncClient(timeout=TIMEOUT_S) as client:
         episode = RemoteEpisode(remote, job.env, client)
@@ -156,7 +162,7 @@ async def _remote_episode(job: Job, policy: Policy, remote: Remote) -> dict[str,
             while True:
                 result = await episode.step(await policy.act_async(observation))
                 observation = result.observation or {}
-                tally.add(result)
+                tally.add(result, job, on_step)
                 if result.done:
                     break
         finally:
@@ -173,13 +179,16 @@ class _Tally:
     invalid: int = 0
     hard: int = 0
 
-    def add(self, result: StepResult) -> None:
+    def add(self, result: StepResult, job: Job, on_step: StepProgress | None) -> None:
+        """Count a step's result, and tell `on_step` of it."""
         self.rewards.append(result.reward)
         for outcome in result.info["action_results"].values():
             if outcome["action_type"] != "no_op":
                 self.actions += 1
                 self.invalid += outcome["status"] == "rejected"
         self.hard += sum(e["severity"] in HARD_SEVERITIES for e in result.info["oversight_events"])
+        if on_step is not None:
+            on_step(job, len(self.rewards))
 
 
 def _record(job: Job, policy: Policy, salt: str | None, result: StepResult, tally: _Tally, started: float
@@ -259,15 +268,15 @@ def salt_mismatch(record: dict[str, Any], fingerprint: str | None) -> bool:
 
 
 async def play(job: Job, spec: PolicySpec, call_limit: asyncio.Semaphore | None = None,
-               with_steps: bool = False, remote: Remote | None = None
+               with_steps: bool = False, remote: Remote | None = None, on_step: StepProgress | None = None
                ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """One job with a fresh policy built from `spec`: its record (an error record when the episode raises: a
     failure is recorded, never fatal to the run) and, `with_steps`, its trajectory records (None on error). With
-    `remote`, played on that server."""
+    `remote`, played on that server; `on_step` is told of every step."""
     policy = build_policy(spec, job.env, job.seed, call_limit)
     steps: list[dict[str, Any]] | None = [] if with_steps else None
     try:
-        return await run_episode(job, policy, steps, remote), steps
+        return await run_episode(job, policy, steps, remote, on_step), steps
     except Exception as error:
         return error_record(job, error, remote), None
     finally:
@@ -293,7 +302,7 @@ class Ledger:
         self.jobs, self.out, self.trajectories = jobs, out, trajectories
         self.progress, self.should_stop = progress, should_stop
         fingerprint = run_fingerprint(remote)
-        self.done = {_key(r): r for r in read_records(out)
+        self.done = {record_key(r): r for r in read_records(out)
                      if r.get("error") is None and not salt_mismatch(r, fingerprint) and current_versions(r)}
         self.pending = [job for job in jobs if job.key not in self.done]
         self.finished = len(jobs) - len(self.pending)
@@ -319,13 +328,14 @@ class Ledger:
 
 async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
                    progress: Progress | None = None, trajectories: Path | None = None,
-                   should_stop: Callable[[], bool] | None = None, remote: Remote | None = None
-                   ) -> list[dict[str, Any]]:
+                   should_stop: Callable[[], bool] | None = None, remote: Remote | None = None,
+                   on_step: StepProgress | None = None) -> list[dict[str, Any]]:
     """Run the jobs not yet in `out`, at most `concurrency` episodes and model calls at once; returns all
     records of these jobs (earlier ones included). With `trajectories`, every episode's per-step trajectory
     records (aaos.core.trajectory, with observations) are appended there before its result record. Once
     `should_stop()` is True no episode starts; those running finish and are recorded. With `remote`, the
-    episodes are played on that server (aaos.bench.remote)."""
+    episodes are played on that server (aaos.bench.remote). `on_step` is told of every step of every episode in
+    flight (`progress` of every episode recorded)."""
     ledger = Ledger(jobs, out, trajectories, progress, should_stop, remote)
     episodes = asyncio.Semaphore(concurrency)
     calls = asyncio.Semaphore(concurrency)
@@ -333,22 +343,24 @@ async def run_jobs(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, con
     async def one(job: Job) -> None:
         async with episodes:
             if not ledger.stopping():
-                record, steps = await play(job, specs[job.policy], calls, trajectories is not None, remote)
+                record, steps = await play(job, specs[job.policy], calls, trajectories is not None, remote, on_step)
                 ledger.add(job, record, steps)
 
     await asyncio.gather(*(one(job) for job in ledger.pending))
     return ledger.records()
 
 
-def _key(record: dict[str, Any]) -> str:
+def record_key(record: dict[str, Any]) -> str:
+    """The key (Job.key) of the job a record is of."""
     return f"{record['policy']}|{record['env']}|{record['task']}|{record['scenario']}|{record['seed']}"
 
 
 def run(jobs: list[Job], specs: dict[str, PolicySpec], out: Path, concurrency: int = 8,
-        progress: Progress | None = None, trajectories: Path | None = None, remote: Remote | None = None
-        ) -> list[dict[str, Any]]:
+        progress: Progress | None = None, trajectories: Path | None = None, remote: Remote | None = None,
+        on_step: StepProgress | None = None) -> list[dict[str, Any]]:
     """Synchronous entry to run_jobs."""
-    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress, trajectories, remote=remote))
+    return asyncio.run(run_jobs(jobs, specs, out, concurrency, progress, trajectories, remote=remote,
+                                on_step=on_step))
 
 
 def run_fingerprint(remote: Remote | None) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from math import comb
 from typing import Any
 
@@ -47,6 +47,18 @@ VERSION_KEYS = ("env", "env_version", "reward_version")
 pooled (a record older than the version fields has None for them)."""
 
 
+def record_group(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The leaderboard group an episode record counts in: (*VERSION_KEYS, split, split_label), the label from the
+    record's holdout salt (records older than the split_label field too)."""
+    return (*(record.get(name) for name in VERSION_KEYS), record["split"],
+            split_label(record["split"], record.get("holdout_salt")))
+
+
+def row_group(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The leaderboard group of a summary row, as record_group gives it for the row's records."""
+    return (*(row.get(name) for name in VERSION_KEYS), row["split"], row["split_label"])
+
+
 def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, Any]]:
     """One row per (env, env_version, reward_version, policy, split, split_label: public and salted holdout
     episodes are never pooled): mean with 95 % CI, success rate, pass^k,
@@ -56,9 +68,8 @@ def summarise(records: Iterable[dict[str, Any]], k: int = 2) -> list[dict[str, A
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("error") is None:
-            label = split_label(record["split"], record.get("holdout_salt"))  # records older than the field too
-            key = (*(record.get(name) for name in VERSION_KEYS), record["policy"], record["split"], label)
-            groups[key].append(record)
+            *version, split, label = record_group(record)
+            groups[(*version, record["policy"], split, label)].append(record)
     rows = []
     for key, group in sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0])):
         *version, policy, split, label = key

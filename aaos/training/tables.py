@@ -1,10 +1,10 @@
 """The committed training results as Markdown tables, read from their summaries, for README.md and docs/training.md.
 
 A document holds a table between two markers, `<!-- training:NAME -->` and `<!-- /training:NAME -->`, where NAME is
-`overview` (one row per environment) or an environment id (that run's holdout rows). `python -m
-aaos.training.tables` rewrites every such block from results/training/<env>/summary.json;
-tests/test_training_tables.py fails while a block says anything else, so the documents cannot drift from the
-evidence.
+`overview` (one row per environment) or an environment id (that run's holdout rows, ranked in groups from the
+paired comparisons of their evaluation episodes, as `aaos bench` ranks them). `python -m aaos.training.tables`
+rewrites every such block from results/training/<env>/summary.json and eval.jsonl; tests/test_training_tables.py
+fails while a block says anything else, so the documents cannot drift from the evidence.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from aaos.bench import paired
+from aaos.bench.paired import Standing, plural
+from aaos.bench.runner import read_records
 from aaos.data import data_dir
 from aaos.training.plots import LEGAL, label
 
@@ -31,6 +34,19 @@ def summaries(root: Path = RESULTS) -> dict[str, Summary]:
     """Every committed run's summary, by environment id (sorted)."""
     return {path.parent.name: json.loads(path.read_text(encoding="utf-8"))
             for path in sorted(root.glob("*/summary.json"))}
+
+
+def standings(found: Mapping[str, Summary], root: Path = RESULTS) -> dict[str, Standing]:
+    """Each committed run's rank groups, from the holdout episodes of its evaluation (<env>/eval.jsonl) of the
+    policies its summary lists (aaos.bench.paired.standing_of: refused when they were not played on the same
+    episodes)."""
+    ranked = {}
+    for env, summary in found.items():
+        policies = list(_rows(summary))
+        records = [r for r in read_records(root / env / "eval.jsonl")
+                   if r.get("split") == "holdout" and r.get("policy") in policies]
+        ranked[env] = paired.standing_of(records, policies)
+    return ranked
 
 
 def _rows(summary: Summary) -> dict[str, Mapping[str, Any]]:
@@ -75,20 +91,23 @@ def overview(found: Mapping[str, Summary]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def detail(summary: Summary) -> str:
-    """One run's holdout rows: every policy's score with its CI, valid actions, hard violations, time an episode
-    and its mean of every reward component."""
+def detail(summary: Summary, standing: Standing) -> str:
+    """One run's holdout rows: every policy's rank group (from `standing`), score with its CI, valid actions, hard
+    violations, time an episode and its mean of every reward component; under them, how the ranks were made and
+    what the episodes can tell apart (or why the policies were not ranked)."""
     components = summary["components"]
-    lines = ["| policy | holdout score (95 % CI) | valid actions | hard violations / episode | s / episode | "
-             + " | ".join(components) + " |", "|---" * (5 + len(components)) + "|"]
+    lines = ["| rank | policy | holdout score (95 % CI) | valid actions | hard violations / episode | s / episode | "
+             + " | ".join(components) + " |", "|---" * (6 + len(components)) + "|"]
     for row in summary["holdout"]:
         name = label(row["policy"])
         final = row["policy"] == summary["final"]
         seconds = "—" if row["valid_action_rate"] is None else f"{row['mean_episode_s']:.0f}"
         means = " | ".join("—" if row.get(f"mean_{c}") is None else f"{row[f'mean_{c}']:.3f}" for c in components)
-        lines.append(f"| {f'**{name}** ({_final(summary)})' if final else name} | {_score(row)} | "
+        lines.append(f"| {standing.ranks.get(row['policy'], '—')} | "
+                     f"{f'**{name}** ({_final(summary)})' if final else name} | {_score(row)} | "
                      f"{_share(row['valid_action_rate'])} | {row['hard_violations_per_episode']:.2f} | {seconds} | "
                      f"{means} |")
+    lines.append(f"\n{_ranks(standing)}")
     legal = summary["final"] + LEGAL
     if legal in _rows(summary):
         lines.append(f"\n`{label(legal)}`: the run's final model once more, decoding every legal call instead of only "
@@ -96,14 +115,28 @@ def detail(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def blocks(found: Mapping[str, Summary]) -> dict[str, str]:
-    """Every block a document may hold, by name."""
-    return {"overview": overview(found), **{env: detail(summary) for env, summary in found.items()}}
+def _ranks(standing: Standing) -> str:
+    """How a run's ranks were made, and what its episodes can tell apart; or why it has none."""
+    if standing.refused:
+        return f"Rank: none, {standing.refused}."
+    said = [f"Rank: policies not significantly different from their group's best share its rank (paired sign-flip "
+            f"tests on the same {plural(standing.episodes, 'holdout episode')}, Holm-corrected over the "
+            f"{plural(len(standing.comparisons), 'pair')}, alpha {paired.ALPHA}; `aaos bench` ranks the same way)."]
+    if (why := standing.too_few()) is not None:
+        said.append(f"{why[0].upper()}{why[1:]}.")
+    said += [f"Noise floor, {floor.task}: {floor.sentence()}." for floor in standing.noise_floors]
+    return " ".join(said)
 
 
-def render(text: str, found: Mapping[str, Summary]) -> str:
-    """`text` with every training block rewritten from the summaries; KeyError naming a block no summary gives."""
-    made = blocks(found)
+def blocks(found: Mapping[str, Summary], ranked: Mapping[str, Standing]) -> dict[str, str]:
+    """Every block a document may hold, by name; `ranked` holds each run's standing (standings)."""
+    return {"overview": overview(found), **{env: detail(summary, ranked[env]) for env, summary in found.items()}}
+
+
+def render(text: str, found: Mapping[str, Summary], ranked: Mapping[str, Standing]) -> str:
+    """`text` with every training block rewritten from the summaries and their standings; KeyError naming a block no
+    summary gives."""
+    made = blocks(found, ranked)
 
     def body(match: re.Match[str]) -> str:
         name = match["name"]
@@ -117,10 +150,11 @@ def render(text: str, found: Mapping[str, Summary]) -> str:
 def main(argv: Sequence[str] | None = None, root: Path = Path(".")) -> int:
     """Rewrite the training blocks of the documents (or of the paths given); prints each file it changed."""
     found = summaries()
+    ranked = standings(found)
     for name in argv or DOCUMENTS:
         path = root / name
         text = path.read_text(encoding="utf-8")
-        new = render(text, found)
+        new = render(text, found, ranked)
         if new != text:
             path.write_text(new, encoding="utf-8")
             print(f"rewrote {path}")

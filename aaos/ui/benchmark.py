@@ -18,15 +18,18 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import aaos
 from aaos.agents import local_model
 from aaos.agents.llm import LLMConfig, Mode, fallbacks, fix_hint
-from aaos.bench.report import GateResult, gate, leaderboard, write_reports
-from aaos.bench.runner import Job, plan_jobs, read_records, run_jobs
+from aaos.bench import paired
+from aaos.bench.paired import GroupKey, Standing, plural
+from aaos.bench.report import GateResult, gate, leaderboard, write_board
+from aaos.bench.runner import Job, plan_jobs, read_records, record_key, run_jobs
 from aaos.bench.stats import summarise
 from aaos.core.seeding import new_salt, salt_fingerprint, salted
 from aaos.core.spec import Split
@@ -52,7 +55,8 @@ NAMES: dict[str, str] = {"heuristic": "Champion", "random": "Random", "noop": "D
 """How the leaderboard, chart and gate name the policies of the result files."""
 SPLITS: tuple[tuple[str, str], ...] = (("Train seeds", "train"), ("Holdout seeds", "holdout"))
 DEFAULT_POLICIES: tuple[str, ...] = ("heuristic", "random")
-DEFAULT_EPISODES = 2
+DEFAULT_EPISODES = paired.DEFAULT_EPISODES
+"""As `aaos bench`'s: enough seeds to detect a 0.05 difference on every org task and split (measured)."""
 DEFAULT_CONCURRENCY = 4
 DEFAULT_CANDIDATE = "random"
 MAX_EPISODES = 50
@@ -69,9 +73,19 @@ def policies_info(local_installed: bool) -> str:
     return prose.BENCH_POLICIES_INFO + missing
 
 
-def candidate_choices() -> list[tuple[str, str]]:
-    """The policies the gate can test against the champion."""
-    return [(lbl, key) for lbl, key in POLICIES if key != CHAMPION]
+def candidate_choices(policies: Sequence[str]) -> list[tuple[str, str]]:
+    """The policies the gate can test against the champion: the ticked ones but the champion."""
+    return [(lbl, key) for lbl, key in POLICIES if key in policies and key != CHAMPION]
+
+
+def candidate_for(policies: Sequence[str], wanted: str | None) -> str | None:
+    """The gate candidate among the ticked policies: `wanted` if it is one of candidate_choices, else the first of
+    them (DEFAULT_CANDIDATE first if it is ticked); None when only the champion is ticked."""
+    keys = [key for _, key in candidate_choices(policies)]
+    for key in (wanted, DEFAULT_CANDIDATE, *keys):
+        if key in keys:
+            return key
+    return None
 
 
 def display_name(name: str) -> str:
@@ -180,7 +194,7 @@ def preview(env: str, policies: list[str], tasks: list[str], scenarios: list[str
     jobs = plan_jobs(policies, tasks, scenarios, count, [cast(Split, s) for s in splits], env)
     if not jobs:
         return prose.BENCH_NOTHING, "error"
-    return prose.BENCH_PLAN.format(episodes=len(jobs), count=count), "info"
+    return prose.BENCH_PLAN.format(episodes=plural(len(jobs), "episode"), seeds=plural(count, "seed")), "info"
 
 
 @dataclass
@@ -218,21 +232,29 @@ class ModelCalls:
 
 class BenchmarkRun:
     """One benchmark in a worker thread. While it runs: `state` ("starting the local model", then "running"),
-    `finished` of `total` episodes, the `last` record and the `model_calls` of the finished episodes; once `done` is
-    set: `state` ("finished", "stopped" or "failed"), `error`, the summary `rows` and the `failures` (records of
-    episodes that raised)."""
+    `finished` of `total` episodes, the episodes `in_flight` with their steps, `steps_done` of `steps_total`, the
+    `last` record and the `model_calls` of the finished episodes; once `done` is set: `state` ("finished", "stopped"
+    or "failed"), `error`, the summary `rows`, their paired `standings` (rank groups, comparisons, noise floors) and
+    the `failures` (records of episodes that raised)."""
 
     def __init__(self, plan: Plan, out_dir: Path) -> None:
         self.plan = plan
         self.out_dir = out_dir
         self.results = out_dir / RESULTS_FILE
-        self.total = len(plan.jobs())
+        jobs = plan.jobs()
+        self.total = len(jobs)
+        self._horizons = {job.key: horizon(job) for job in jobs}
+        self.steps_total = sum(self._horizons.values())
+        """Every episode's steps at most (its task's max_steps): what steps_done counts towards."""
+        self._steps_finished = 0
+        self._in_flight: dict[str, tuple[Job, int]] = {}
         self.finished = 0
         self.last: dict[str, Any] | None = None
         self.model_calls = ModelCalls()
         self.state = "starting the local model" if set(plan.policies) & set(agents.LOCAL_AGENTS) else "running"
         self.error: str | None = None
         self.rows: list[dict[str, Any]] = []
+        self.standings: dict[GroupKey, Standing] = {}
         self.failures: list[dict[str, Any]] = []
         self.started = time.monotonic()
         self.elapsed_s = 0.0
@@ -244,6 +266,11 @@ class BenchmarkRun:
         self._salt = new_salt() if plan.salted else None
         self.holdout_salt = salt_fingerprint(self._salt) if self._salt else None
         """The fingerprint of this run's secret holdout salt (None: the public holdout)."""
+
+    def holdout(self) -> contextlib.AbstractContextManager[None]:
+        """Within, holdout variants are drawn as this run drew them (its secret salt, which never leaves the run):
+        the run's episodes, and the tab's Replay of them."""
+        return salted(self._salt) if self._salt else contextlib.nullcontext()
 
     def start(self) -> BenchmarkRun:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -266,8 +293,23 @@ class BenchmarkRun:
         """The downloads: the results JSONL and the leaderboard CSV, those that exist."""
         return [p for p in (self.results, self.out_dir / "leaderboard.csv") if p.exists()]
 
+    def in_flight(self) -> list[tuple[Job, int]]:
+        """The episodes being played, each with the steps played so far, in the order they took their first step."""
+        return list(self._in_flight.copy().values())  # a copy: the worker thread adds and removes episodes
+
+    @property
+    def steps_done(self) -> int:
+        """Steps played: every finished episode counts its horizon (one may end early), one in flight its steps."""
+        return self._steps_finished + sum(step for _, step in self.in_flight())
+
+    def _step(self, job: Job, step: int) -> None:
+        self._in_flight[job.key] = (job, step)
+
     def _progress(self, finished: int, _total: int, record: dict[str, Any]) -> None:
         self.model_calls.add(record.get("llm"))
+        key = record_key(record)
+        self._in_flight.pop(key, None)
+        self._steps_finished += self._horizons.get(key, 0)
         self.finished, self.last = finished, record
 
     async def _run(self, specs: dict[str, PolicySpec]) -> None:
@@ -277,7 +319,7 @@ class BenchmarkRun:
             self._running = (asyncio.get_running_loop(), task)
         try:  # Stop cancels model calls at once; should_stop keeps episodes without them from starting
             await run_jobs(self.plan.jobs(), specs, self.results, self.plan.concurrency, self._progress,
-                           should_stop=self._stop.is_set)
+                           should_stop=self._stop.is_set, on_step=self._step)
         finally:
             with self._lock:
                 self._running = None  # before asyncio.run closes the loop
@@ -287,7 +329,7 @@ class BenchmarkRun:
         try:
             specs = self.plan.specs()
             self.state = "running"
-            with salted(self._salt) if self._salt else contextlib.nullcontext():
+            with self.holdout():
                 asyncio.run(self._run(specs))  # its tasks inherit the salt in force
         except asyncio.CancelledError:
             pass
@@ -303,35 +345,57 @@ class BenchmarkRun:
             self.done.set()
 
     def _summarise(self) -> None:
-        """The summary rows and failures from the results file, and the report files beside it."""
+        """The summary rows, their standings and the failures from the results file, and the report files beside
+        it."""
         records = read_records(self.results)
         self.failures = [r for r in records if r.get("error")]
         self.rows = summarise(records)
+        self.standings = paired.standings(self.rows, records)
         if self.rows:
-            write_reports(self.rows, self.out_dir)
+            write_board(self.rows, self.standings, self.out_dir)
 
 
-def ranked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The leaderboard with the policies' display names and each row's `rank` within its environment version and
-    split (best first); rows of different environment or reward versions are never ranked together, and a row
-    with `unranked` set (a model whose actions were mostly fallbacks) has rank None, after the ranked ones."""
-    board, ranks = [], Counter[tuple[Any, ...]]()
-    for row in sorted(leaderboard(rows), key=version_key):
-        group = (*version_key(row), row["split"], row.get("split_label"))
-        if not row.get("unranked"):
-            ranks[group] += 1
-        board.append({**row, "policy": display_name(row["policy"]),
-                      "rank": None if row.get("unranked") else ranks[group]})
-    return board
+def horizon(job: Job) -> int:
+    """The most steps the job's episode can take: its task's max_steps."""
+    return aaos.spec(job.env).task(job.task).max_steps
 
 
-def gate_for(run: BenchmarkRun, candidate: str) -> tuple[str, GateResult | str]:
+def ranked(rows: list[dict[str, Any]], found: Mapping[GroupKey, Standing]) -> list[dict[str, Any]]:
+    """The leaderboard (aaos.bench.report.leaderboard: each row's `rank` group within its environment version and
+    split, from the paired comparisons in `found`, best first) with the policies' display names; rows of different
+    environment or reward versions are never ranked together, and a row with `unranked` set (a model whose actions
+    were mostly fallbacks, or a policy reading hidden state) has rank None, after the ranked ones."""
+    return [{**row, "policy": display_name(row["policy"])} for row in sorted(leaderboard(rows, found), key=version_key)]
+
+
+PAIRWISE_COLUMNS = ("Environment, split", "Better", "Worse", "Episodes", "Mean difference", "95 % CI", "p",
+                    "p (Holm)", "Significant")
+"""The paired comparisons' table, one row per pair of ranked policies (aaos.bench.paired.PairedDifference)."""
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def pairwise_table(found: Mapping[GroupKey, Standing]) -> list[tuple[str, ...]]:
+    """Every comparison of every group (PAIRWISE_COLUMNS), the policies by their display names; a group refused as
+    not paired has one row saying why."""
+    return [row for group, result in paired.ordered(found) for row in (
+        [(paired.group_label(group), "—", "—", "—", "—", "—", "—", "—", result.refused)] if result.refused else
+        [(paired.group_label(group), display_name(c.better), display_name(c.worse), str(c.episodes),
+          f"{c.mean_difference:+.3f}", f"{c.ci_low:+.3f}\u2013{c.ci_high:+.3f}", _p(c.p_value), _p(c.p_holm),
+          "yes" if c.significant else "no") for c in result.comparisons])]
+
+
+def gate_for(run: BenchmarkRun, candidate: str | None) -> tuple[str, GateResult | str]:
     """The candidate's display name and its gate verdict against the champion, or what keeps it from being
-    judged (not in the run, no champion)."""
+    judged (none, not in the run, no champion)."""
+    if candidate is None:
+        return "No candidate", "The gate compares a candidate with the champion: tick another policy and run again."
     if candidate not in run.plan.policies:
         label = {key: lbl for lbl, key in POLICIES}.get(candidate, candidate)
         return label, f"{label} was not part of this run: tick it and run the benchmark again."
     name = display_name(run.plan.name(candidate))
     if CHAMPION not in run.plan.policies:
         return name, "The gate compares a candidate with the champion: tick Champion (heuristic) and run again."
-    return name, gate(ranked(run.rows), name, champion=display_name(CHAMPION))
+    return name, gate(ranked(run.rows, run.standings), name, champion=display_name(CHAMPION))
