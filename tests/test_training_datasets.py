@@ -284,7 +284,8 @@ def test_dataset_files_load_with_datasets_in_the_formats_trl_reads(tmp_path: Pat
     assert not list(tmp_path.glob("*.partial"))
 
     sft = datasets.load_dataset("json", data_files=str(tmp_path / "sft.jsonl"), split="train")
-    assert sft.column_names == ["messages", "role", "env", "task", "scenario", "seed", "step", "score"]
+    assert sft.column_names == ["messages", "decision_chars", "role", "env", "task", "scenario", "seed", "step",
+                                "score"]
     assert sft.to_list() == list(sft_rows([champion]))
     assert [m["role"] for m in sft[0]["messages"]] == ["system", "user", "assistant"]
 

@@ -53,7 +53,9 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
     for stage in STAGES[:-1]:
         before.finish(stage, 1.0)
     more_grpo = dataclasses.replace(before, preset=dataclasses.replace(before.preset, grpo_steps=9))
-    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger"]
+    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger", "rft"]
+    more_samples = dataclasses.replace(before, preset=dataclasses.replace(before.preset, rft_samples=9))
+    assert [stage for stage in STAGES[:-1] if more_samples.done(stage)] == ["collect", "sft", "dagger"]
     more_dagger = dataclasses.replace(before, preset=dataclasses.replace(before.preset, dagger_steps=9))
     assert [stage for stage in STAGES[:-1] if more_dagger.done(stage)] == ["collect", "sft"]
     other_seed = dataclasses.replace(before, seed=1)
@@ -90,11 +92,11 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     command = ["train", "--env", "chief_of_staff", "--task", "steady_week", "--preset", "mini", "--out", str(out),
                "--results", str(results)]
     assert cli(command) == 0
-    for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl", "sft_log.csv", "dagger_log.csv", "grpo_log.csv",
-                 "dagger/round0.jsonl", "sft.gguf", "dagger.gguf", "grpo.gguf", "eval.jsonl", "eval_steps.jsonl",
-                 "eval.csv",
+    for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl", "sft_log.csv", "dagger_log.csv", "rft_log.csv",
+                 "rft_samples.csv", "grpo_log.csv", "dagger/round0.jsonl", "rft/round0.jsonl", "rft/states0.jsonl",
+                 "sft.gguf", "dagger.gguf", "rft.gguf", "grpo.gguf", "eval.jsonl", "eval_steps.jsonl", "eval.csv",
                  "summary.json", "adapters/sft/adapter_config.json", "adapters/dagger/adapter_config.json",
-                 "adapters/grpo/adapter_model.safetensors"):
+                 "adapters/rft/adapter_config.json", "adapters/grpo/adapter_model.safetensors"):
         assert (out / name).stat().st_size > 0, name
     for name in PLOTS:
         assert (out / "plots" / name).read_bytes().startswith(PNG), name
@@ -113,9 +115,12 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
             assert row["valid_action_rate"] == pytest.approx(1.0 - row["fallback_rate"])
         else:
             assert row["valid_action_rate"] is None and row["fallback_rate"] == 0.0
-    assert summary["final"] == "grpo" and summary["trained"] == ["sft", "dagger", "grpo"]
+    assert summary["final"] == "grpo" and summary["trained"] == ["sft", "dagger", "rft", "grpo"]
     assert summary["dataset"]["sft_rows"] > 0 and summary["dataset"]["grpo_prompts"] > 0
-    assert summary["dataset"]["dagger_rows"] > 0
+    assert summary["dataset"]["dagger_rows"] > 0 and summary["dataset"]["rft_rows"] > 0
+    with (out / "rft_samples.csv").open(encoding="utf-8") as handle:  # one line an RFT episode
+        lines = list(csv.DictReader(handle))
+    assert len(lines) == PRESETS["mini"].rft_episodes and all(float(r["best"]) >= float(r["champion"]) for r in lines)
     groups = summary["dataset"]["grpo_groups"]  # the group filter sampled a prompt or more, kept what differed
     assert 1 <= groups["sampled"] <= GROUP_TRIES and 0 <= groups["informative"] <= 1
     assert summary["gate_vs_champion"]["verdict"] in ("PROMOTE", "NO_PROMOTE")
@@ -125,9 +130,16 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     assert all(r["split"] == "holdout" for r in records) and len(records) == len(BASELINES) + len(MODELS)
     assert all(r["llm"]["decisions"]["secondary"] == 0 for r in records if r["policy"] in MODELS)
     steps = [json.loads(line) for line in (out / "eval_steps.jsonl").read_text(encoding="utf-8").splitlines()]
-    kept = {r["policy"]: r["steps"] for r in records if r["policy"] in ("untrained", "grpo")}
-    assert {policy: sum(s["policy"] == policy for s in steps) for policy in kept} == kept  # every step of those two
+    watched = ("heuristic", "untrained", "sft", "dagger", "rft", "grpo")  # the champion and every model's own
+    kept = {r["policy"]: r["steps"] for r in records if r["policy"] in watched}
+    assert {policy: sum(s["policy"] == policy for s in steps) for policy in kept} == kept and len(kept) == 6
     assert not any("observation" in step for step in steps)
+    assert set(summary["behaviour"]) == set(watched) and summary["behaviour"]["heuristic"]
+    assert "labels" in summary and summary["labels"] == {}  # the chief of staff labels nothing
+    assert set(summary["agreement"]) == {"rft", "grpo"}  # the final model and the one before it
+    for probed in summary["agreement"].values():  # asked at the champion's own states, train and holdout
+        assert set(probed) == {"train", "holdout"} and probed["holdout"]
+        assert all(0 <= count["agree"] <= count["total"] for count in probed["holdout"].values())
 
     for name in PUBLISHED:
         assert (results / name).read_bytes() == (out / name).read_bytes(), name

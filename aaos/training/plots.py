@@ -1,7 +1,9 @@
 """The plots of an `aaos train` run, as PNG files under its plots/ folder (matplotlib, no display needed).
 
-    sft_loss.png       the training loss per optimizer step: SFT, then DAgger's where it ran
-    grpo_reward.png    the mean GRPO reward per step, with its spread over the step's completions (where GRPO ran)
+    sft_loss.png       the training loss per optimizer step: SFT, then DAgger's and RFT's where they ran
+    reward.png         the reward-driven stages, where they ran: RFT's mean rollout reward per episode played (its
+                       sampled answers', its greedy answer's and the champion's on the same states), GRPO's mean
+                       reward per step with its spread over the step's completions
     holdout.png        each policy's holdout mean score with its 95 % CI, the model's valid-action rate beside it
     components.png     each policy's holdout mean of every reward component
 
@@ -16,14 +18,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-PLOTS = ("sft_loss.png", "grpo_reward.png", "holdout.png", "components.png")
+PLOTS = ("sft_loss.png", "reward.png", "holdout.png", "components.png")
 LEGAL = "_legal"
 """The suffix of the final model's second evaluation, decoding every legal call (aaos.training.pipeline)."""
 LABELS = {"noop": "noop", "random": "random", "heuristic": "champion", "untrained": "SmolLM2 untrained",
-          "sft": "SmolLM2 SFT", "dagger": "SmolLM2 SFT+DAgger", "grpo": "SmolLM2 +GRPO"}
+          "sft": "SmolLM2 SFT", "dagger": "SmolLM2 SFT+DAgger", "rft": "SmolLM2 +RFT", "grpo": "SmolLM2 +GRPO"}
 """How a policy of the evaluation is named in the plots and the Space (`label` adds the `_legal` runs)."""
 COLORS = {"noop": "#9ca3af", "random": "#6b7280", "heuristic": "#374151", "untrained": "#f59e0b", "sft": "#2563eb",
-          "dagger": "#16a34a", "grpo": "#7c3aed"}
+          "dagger": "#16a34a", "rft": "#db2777", "grpo": "#7c3aed"}
 """One colour per policy, the same in every plot (grey for the baselines); a `_legal` run is drawn in its model's
 colour, lighter; another policy gets matplotlib's."""
 
@@ -99,26 +101,41 @@ def figures(run_dir: Path) -> dict[str, Any]:
         fig, ax = plt.subplots(figsize=(6.4, 4))
         steps, loss = _series(_csv(run_dir / "sft_log.csv"), "loss")
         ax.plot(steps, loss, marker=".", color=COLORS["sft"], label=LABELS["sft"])
-        more, dagger_loss = _series(_csv(run_dir / "dagger_log.csv"), "loss")
-        if more:  # DAgger's steps go on from SFT's last
-            ax.plot([(steps[-1] if steps else 0) + step for step in more], dagger_loss, marker=".",
-                    color=COLORS["dagger"], label=LABELS["dagger"])
+        last = steps[-1] if steps else 0.0
+        for stage in ("dagger", "rft"):  # each stage's steps go on from the one before
+            more, stage_loss = _series(_csv(run_dir / f"{stage}_log.csv"), "loss")
+            if more:
+                ax.plot([last + step for step in more], stage_loss, marker=".", color=COLORS[stage],
+                        label=LABELS[stage])
+                last += more[-1]
+        if ax.get_legend_handles_labels()[0][1:]:
             ax.legend(frameon=False)
         ax.set(xlabel="optimizer step", ylabel="loss (answer tokens)", title=f"Training loss\n{title}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         save(fig, "sft_loss.png")
 
         fig, ax = plt.subplots(figsize=(6.4, 4))
+        rft = _csv(run_dir / "rft_samples.csv")
+        episodes = [float(row["episode"]) for row in rft]
+        for key, name, style in (("sampled", "RFT samples", "o-"), ("greedy", "RFT greedy", "s--"),
+                                 ("champion", "champion", ":")) if rft else ():
+            ax.plot(episodes, [float(row[key]) for row in rft], style, label=name,
+                    color=COLORS["heuristic"] if key == "champion" else COLORS["rft"])
         grpo = _csv(run_dir / "grpo_log.csv")
         steps, reward = _series(grpo, "reward")
         _, spread = _series(grpo, "reward_std")
-        ax.errorbar(steps, reward, yerr=spread if len(spread) == len(reward) else None, marker="o", capsize=3,
-                    color=COLORS["grpo"])
-        if not steps:
-            ax.text(0.5, 0.5, "no GRPO in this preset", ha="center", va="center", transform=ax.transAxes)
-        ax.set(xlabel="GRPO step", ylabel="mean reward of the completions", title=f"GRPO reward\n{title}")
+        if steps:
+            ax.errorbar(steps, reward, yerr=spread if len(spread) == len(reward) else None, marker="o", capsize=3,
+                        color=COLORS["grpo"], label="GRPO completions")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(frameon=False)
+        axis = "episode played (RFT) / GRPO step" if rft and steps else "episode played" if rft else "GRPO step"
+        ax.set(xlabel=axis, ylabel="mean rollout reward", title=f"Reward-driven stage\n{title}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        save(fig, "grpo_reward.png")
+        if rft or steps:
+            save(fig, "reward.png")
+        else:
+            plt.close(fig)
 
         rows = summary["holdout"]
         policies = [row["policy"] for row in rows]

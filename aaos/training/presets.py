@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from aaos.agents.llm import Decoding
 from aaos.training.plots import LEGAL
 
-TRAINING_STAGES = ("sft", "dagger", "grpo")
+TRAINING_STAGES = ("sft", "dagger", "rft", "grpo")
 """The stages that train an adapter (adapters/<stage>); the model after each is evaluated under the stage's name."""
 
 
@@ -27,7 +27,11 @@ class Preset:
     did not fit an inbox email's category in 40 steps (docs/training.md). grpo_steps: GRPO steps, each of one prompt
     and grpo_generations completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds:
     holdout seeds per scenario for every policy; eval_scenarios: how many scenarios (see
-    aaos.training.pipeline.eval_plan; None: all)."""
+    aaos.training.pipeline.eval_plan; None: all). decision_weight: the loss weight of an answer's decision tokens
+    (aaos.training.weighted; 1: every answer token alike, through TRL's SFTTrainer). rft_rounds: rounds of
+    rejection-sampling fine-tuning (aaos.training.rft; 0: none), each of rft_episodes episodes the model plays on
+    train seeds new to it, rft_samples answers sampled at rft_temperature at every state, and rft_steps optimizer
+    steps."""
 
     train_seeds: int
     sft_steps: int
@@ -47,10 +51,17 @@ class Preset:
     dagger_episodes: int = 0
     dagger_steps: int = 0
     max_length: int = 3072
+    decision_weight: float = 1.0
+    rft_rounds: int = 0
+    rft_episodes: int = 0
+    rft_steps: int = 0
+    rft_samples: int = 4
+    rft_temperature: float = 1.0
 
     def trained(self) -> tuple[str, ...]:
         """The training stages this preset runs, in order (SFT always)."""
-        steps = {"sft": self.sft_steps, "dagger": self.dagger_rounds * self.dagger_steps, "grpo": self.grpo_steps}
+        steps = {"sft": self.sft_steps, "dagger": self.dagger_rounds * self.dagger_steps,
+                 "rft": self.rft_rounds * self.rft_steps, "grpo": self.grpo_steps}
         return tuple(stage for stage in TRAINING_STAGES if stage == "sft" or steps[stage] > 0)
 
     def final(self) -> str:
@@ -59,8 +70,9 @@ class Preset:
 
     def watched(self) -> tuple[str, ...]:
         """The models whose evaluation episodes are kept step by step (eval_steps.jsonl), for the Space's Replay
-        and Arena tabs: the untrained one and the one a run ships."""
-        return ("untrained", self.final())
+        and Arena tabs and the report's behaviour counts: the untrained one and the one after each training
+        stage."""
+        return ("untrained", *self.trained())
 
     def evaluated(self) -> dict[str, tuple[str | None, Decoding]]:
         """Each model the evaluation plays: its adapter (None: the base model) and its decoding
@@ -73,8 +85,9 @@ class Preset:
 PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "collect": ("train_seeds",),
     "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
-            "max_length"),
+            "max_length", "decision_weight"),
     "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps"),
+    "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
 }
@@ -85,6 +98,11 @@ PRESETS: dict[str, Preset] = {
                   lora_layers=None, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
                   grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4,
                   dagger_rounds=1, dagger_episodes=6, dagger_steps=40),
+    "cpu-long": Preset(train_seeds=8, sft_steps=80, batch_size=1, grad_accumulation=4, learning_rate=1e-3,
+                       lora_rank=16, lora_layers=None, grpo_steps=0, grpo_generations=4, grpo_completion_tokens=96,
+                       grpo_temperature=0.7, grpo_learning_rate=2e-5, eval_seeds=2, eval_scenarios=4,
+                       dagger_rounds=1, dagger_episodes=6, dagger_steps=40, decision_weight=8.0,
+                       rft_rounds=1, rft_episodes=6, rft_steps=40, rft_samples=4, rft_temperature=1.0),
     "gpu": Preset(train_seeds=4, sft_steps=300, batch_size=8, grad_accumulation=2, learning_rate=2e-4, lora_rank=32,
                   lora_layers=None, grpo_steps=100, grpo_generations=8, grpo_completion_tokens=160,
                   grpo_temperature=0.9, grpo_learning_rate=1e-5, eval_seeds=3, eval_scenarios=None,
@@ -92,8 +110,11 @@ PRESETS: dict[str, Preset] = {
     "mini": Preset(train_seeds=1, sft_steps=2, batch_size=1, grad_accumulation=1, learning_rate=3e-4, lora_rank=4,
                    lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
                    grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, dagger_rounds=1, dagger_episodes=1,
-                   dagger_steps=1, max_length=4096),
+                   dagger_steps=1, max_length=4096, decision_weight=8.0, rft_rounds=1, rft_episodes=1, rft_steps=1,
+                   rft_samples=2),
 }
 """cpu: aims at about 45 minutes on 2 cores, a LoRA on every block (fewer steps rather than fewer blocks), no GRPO
-(4 steps of it, all a CPU affords, did not move the holdout score: docs/training.md); gpu: an accelerator; mini:
-every stage on a sliver, for the tests (checks the files, not the scores). docs/training.md has the measured times."""
+(4 steps of it, all a CPU affords, did not move the holdout score: docs/training.md); cpu-long: the cpu preset's
+stages with the loss weighted toward the decision tokens, then a round of rejection-sampling fine-tuning, at most 150
+minutes on 2 cores (every stage resumes, so a run may span sessions); gpu: an accelerator; mini: every stage on a
+sliver, for the tests (checks the files, not the scores). docs/training.md has the measured times."""

@@ -11,6 +11,9 @@ policy did:
     role       the role decided for; null in joint and compact mode.
     env, task, scenario, seed, step
                where it comes from; step is the number of steps taken before the decision.
+    decision_chars
+               the offsets in the answer of the characters that decide it (compact mode; aaos.training.decisions.
+               decision_chars): a run with a decision weight weights the tokens that hold them.
     score      the episode's score.
 
 Kept: episodes that ran to the end with a score of at least `min_score`, and of those the decisions whose
@@ -30,7 +33,7 @@ from aaos.agents.llm import InvalidAnswer, Mode
 from aaos.bench.stats import SUCCESS_THRESHOLD
 from aaos.core.env import Observation
 from aaos.core.spec import EnvSpec
-from aaos.training.decisions import Decision, answer_text, decisions, parse_answer
+from aaos.training.decisions import Decision, answer_text, decision_chars, decisions, parse_answer
 from aaos.training.episodes import Record, provenance
 from aaos.training.replay import exact_steps
 
@@ -69,4 +72,5 @@ def sft_rows(episodes: Iterable[Sequence[Record]], mode: Mode = "per_role",
                 if not valid(answer, decision, step.observation, spec):
                     continue
                 yield {"messages": [*decision.messages, {"role": "assistant", "content": answer}],
+                       "decision_chars": decision_chars(decision, answer, step.observation, spec),
                        "role": decision.role, **provenance(step.record), "score": score}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from aaos.core.env import Environment
-from aaos.core.kit import EnvKit, Rendering
+from aaos.core.kit import EnvKit, Rendering, View
 from aaos.envs.inbox import render
 from aaos.envs.inbox.champion import InboxChampion
 from aaos.envs.inbox.env import InboxEnv, inbox_spec
@@ -12,6 +14,16 @@ from aaos.envs.inbox.models import InboxObservation, InboxState
 from aaos.envs.inbox.oracle import InboxOracle
 from aaos.envs.inbox.prompting import PROMPTING
 from aaos.envs.inbox.scenario import SCENARIOS
+
+
+def labels(state: View) -> Iterator[tuple[str, str, str | None]]:
+    """Each arrived email's category, priority and outcome: the true one and the agent's (its outcome once the
+    email is closed)."""
+    for email in state["emails"]:
+        if email["arrives"] <= state["step"]:
+            yield "category", email["true_category"], email["category"]
+            yield "priority", email["true_priority"], email["priority"]
+            yield "outcome", email["true_outcome"], None if email["status"] == "open" else email["status"]
 
 
 def hidden_ids(env: Environment) -> set[str]:
@@ -33,5 +45,6 @@ KIT = EnvKit(
     observation_model=InboxObservation,
     state_model=InboxState,
     scenario_file=SCENARIOS.info,
+    labels=labels,
     rollout_to_end=True,  # a label is graded when its email closes: a fixed horizon may end before it does
 )

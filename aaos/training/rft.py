@@ -1,0 +1,115 @@
+"""Rejection-sampling fine-tuning (expert iteration): the environment's reward picks the answers to train on.
+
+The model plays an episode greedily, as it is evaluated. At every state it reaches, `samples` answers are drawn
+from it at a temperature, and each distinct one, the model's greedy answer and the champion's are scored by the
+rollout reward (aaos.training.rollout: the answer is applied, the champion plays on to the horizon, the score
+there). The row's answer is the best of them, the champion's on a tie: where the environment says a sampled
+answer beats the teacher, the model learns its own better answer; elsewhere it learns the champion's, as in
+DAgger (aaos.training.dagger), so the stage never trains on an answer the reward ranks below the champion's.
+
+Each state is logged (`StateLog`): the mean reward of the samples, the champion's, the greedy answer's and the
+best's, so a run shows whether the sampled reward rises round after round and how often the samples beat the
+teacher.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import aaos
+from aaos.agents.llm import Mode
+from aaos.core.env import JointAction
+from aaos.core.trajectory import EpisodeMeta, state_hash
+from aaos.policies import PolicySpec, build_policy
+from aaos.training.dagger import labelled_rows
+from aaos.training.episodes import plain
+from aaos.training.rollout import Rollout
+from aaos.training.snapshot import make_snapshot
+
+
+@dataclass(frozen=True)
+class StateLog:
+    """What the sampling found at one state."""
+
+    scenario: str
+    seed: int
+    step: int
+    sampled: float
+    """The mean rollout reward of the sampled answers."""
+    champion: float
+    greedy: float
+    best: float
+    source: str
+    """Whose answer the row holds: "champion" or "sample"."""
+
+
+def rollout_reward(snapshot: dict[str, Any], joint: JointAction) -> float:
+    """The rollout reward of answering `joint` (every role's action) at the snapshot."""
+    rollout = Rollout(snapshot, None)
+    rollout.act(joint)
+    return rollout.finish()
+
+
+def _key(joint: JointAction) -> str:
+    return json.dumps(joint, sort_keys=True)
+
+
+def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySpec], mode: Mode,
+             logs: list[StateLog]) -> Iterator[dict[str, Any]]:
+    """Play one episode with the greedy `learner`; at each state yield the rows of the best-rewarded answer among
+    the champion's, the learner's and the samplers' (module docstring), appending each state's StateLog to
+    `logs`."""
+    env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
+    champion = aaos.policies.make("heuristic", seed=meta.seed, env=meta.env)
+    model = build_policy(learner, meta.env, meta.seed)
+    sampling = [build_policy(spec, meta.env, meta.seed) for spec in samplers]
+    observation = env.reset()
+    for policy in (champion, model, *sampling):
+        policy.reset(meta.seed)
+        policy.bind(env)
+    taken: list[JointAction] = []
+    try:
+        for step in itertools.count():
+            seen = plain(observation)
+            snapshot = make_snapshot(meta, taken, state_hash(env.state()))
+            label, greedy = champion.act(observation), model.act(observation)
+            samples = [policy.act(observation) for policy in sampling]
+            scored: dict[str, float] = {}
+            for joint in (label, greedy, *samples):
+                if _key(joint) not in scored:
+                    scored[_key(joint)] = rollout_reward(snapshot, joint)
+            best = max((label, greedy, *samples), key=lambda joint: scored[_key(joint)])
+            if scored[_key(best)] <= scored[_key(label)]:
+                best = label
+            logs.append(StateLog(meta.scenario, meta.seed, step,
+                                 sum(scored[_key(s)] for s in samples) / len(samples) if samples else 0.0,
+                                 scored[_key(label)], scored[_key(greedy)], scored[_key(best)],
+                                 "champion" if best is label else "sample"))
+            yield from labelled_rows(env, seen, best, meta, step, mode)
+            joint = copy.deepcopy(greedy)
+            result = env.step(greedy)
+            taken.append(joint)
+            if result.done:
+                return
+            observation = result.observation
+    finally:
+        for policy in (model, *sampling):
+            policy.close()
+
+
+def log_row(round_: int, logs: Sequence[StateLog]) -> dict[str, Any]:
+    """One episode's (or round's) line of rft_samples.csv: the means over its states."""
+    n = len(logs)
+    return {"round": round_, "states": n,
+            **{name: round(sum(getattr(log, name) for log in logs) / n, 6) if n else None
+               for name in ("sampled", "champion", "greedy", "best")},
+            "sample_wins": sum(log.source == "sample" for log in logs)}
+
+
+def state_rows(logs: Sequence[StateLog]) -> list[dict[str, Any]]:
+    return [asdict(log) for log in logs]
