@@ -1,4 +1,4 @@
-"""Speed and memory of the simulation core, against the budgets of the design (DESIGN §11 / the README).
+"""Speed and memory of the simulation core, against the budgets of the design (DESIGN §11 / docs/performance.md).
 
     python perf/core_speed.py                     # every environment, then org's episode and memory figures
     python perf/core_speed.py --quick --env org   # fewer repeats, one environment

@@ -1,4 +1,4 @@
-"""Server time of the Space's handlers, against the budget in the README's Speed table (step callback <= 30 ms).
+"""Server time of the Space's handlers, against the budget in docs/performance.md (step callback <= 30 ms).
 
     python perf/ui_speed.py            # every scenario, full_episode, 3 episodes each
     python perf/ui_speed.py --quick    # one episode per scenario

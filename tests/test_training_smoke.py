@@ -46,7 +46,7 @@ def logged(model_dir: Path) -> tuple[int, list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README's first steps: a short champion episode, its SFT rows and its GRPO prompts."""
+    """docs/training.md's first steps: a short champion episode, its SFT rows and its GRPO prompts."""
     folder = tmp_path_factory.mktemp("train")
     episodes = str(folder / "episodes.jsonl")
     assert cli(["collect", "--task", "org_simulation", "--scenario", "product_launch_failure", "--episodes", "1",

@@ -5,7 +5,7 @@ weighted mean. The score grades the whole world, known to the agents or not: a r
 noticeable counts from then on, found or not (an undetected one as unmitigated). The observation's
 partial_scores are graded with public=True: over what the organisation knows, so they reveal nothing hidden.
 business_success and risk_management are the outcomes; collaboration, efficiency and adaptability are
-process scores and count only in proportion to the work delivered (see grade). Formulas: README ("Reward").
+process scores and count only in proportion to the work delivered (see grade). Formulas: docs/org.md ("Reward").
 """
 
 from __future__ import annotations

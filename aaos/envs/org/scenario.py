@@ -1,7 +1,7 @@
 """Scenario files: their schema, loading with errors that name file and field, and seeded variants.
 
 A scenario is a JSON file in `scenarios/org/` (or any path passed as the scenario). The schema below is
-the documented format; README "Scenario format" describes each field.
+the documented format; docs/scenarios.md describes each field.
 """
 
 from __future__ import annotations
