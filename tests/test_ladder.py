@@ -1,13 +1,14 @@
-"""The reward ladder of every environment and its headroom (issue 12, item 4; issue 35, item 6; issue 34, item 9):
-noop <= 0.25 < random <= 0.35 < champion, with 95 % confidence intervals apart, on every task x scenario x split;
-on the hard task the oracle (the ground truth) beats the champion by at least 0.10, intervals apart, on every
-(scenario, split) cell over HEADROOM_SEEDS paired seeds; an episode's return is its final score, whatever the
-policy; the champion acts only within the legal choices (in every episode it plays here). What each environment
-promises beyond that (its champion's floor, the seeds) is its Ladder below."""
+"""The reward ladder of every environment and its headroom (issue 12, item 4; issue 35, item 6; issue 34, item 9;
+issue 47, item 4): noop <= 0.25 < random <= 0.35 < champion, with 95 % confidence intervals apart, on every task x
+scenario x split; on the hard task the oracle (the ground truth) beats the champion by at least 0.10, intervals apart,
+on every (scenario, split) cell over HEADROOM_SEEDS paired seeds, a holdout cell both public and salted; an episode's
+return is its final score, whatever the policy; the champion acts only within the legal choices (in every episode it
+plays here). What each environment promises beyond that (its champion's floor, the seeds) is its Ladder below."""
 
 from __future__ import annotations
 
 import statistics
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
 
@@ -17,7 +18,7 @@ from exploits import play as play_org
 import aaos
 from aaos.agents.llm import validate_answer
 from aaos.bench.stats import bootstrap_ci
-from aaos.core.seeding import split_seeds
+from aaos.core.seeding import salted, split_seeds
 from aaos.core.spec import Difficulty, Split
 
 NOOP_MAX = 0.25
@@ -25,6 +26,10 @@ RANDOM_MAX = 0.35
 ORACLE_HEADROOM = 0.10
 HEADROOM_SEEDS = 16
 """Paired seeds a hard-task cell is compared on, oracle against champion (the audit's measure)."""
+LADDER_SALT = "ladder-secret"
+"""A holdout salt (any will do: the first one tried) under which the hard cells are compared too: an evaluation server
+or the Space's benchmark draws its holdout with a secret salt, and information must be worth having whatever variants
+a salt draws ("": the public holdout)."""
 SPLITS: tuple[Split, ...] = ("train", "holdout")
 ALL: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 CHAMPION = "heuristic"
@@ -64,22 +69,29 @@ def cells(env_id: str) -> list[Cell]:
             for split in (SPLITS if s.split == "train" else ("holdout",))]
 
 
+def salts(split: Split) -> tuple[str, ...]:
+    """The holdout salts a split's cell is compared under ("": public; train variants ignore the salt)."""
+    return ("", LADDER_SALT) if split == "holdout" else ("",)
+
+
 @cache
-def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split) -> tuple[float, ...]:
+def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split, salt: str = "") -> tuple[float, ...]:
     """The policy's final scores on the split's first seeds (HEADROOM_SEEDS for the champion and the oracle on the
     hard task, the ladder's seeds_per_split otherwise: the ladder reads the first of them, the same seeds), each
-    episode played as the runners play it; its return must be its score, and the champion's every action must be
-    among its role's legal choices (applied, too, where the environment's ladder says so)."""
+    episode drawn under the holdout salt `salt` ("": the public holdout) and played as the runners play it; its
+    return must be its score, and the champion's every action must be among its role's legal choices (applied, too,
+    where the environment's ladder says so)."""
     found = []
     champion = policy_name == CHAMPION
     ladder = LADDERS[env_id]
     compared = task == ladder.hard_task and policy_name in (CHAMPION, "oracle")
     for seed in split_seeds(split, HEADROOM_SEEDS if compared else ladder.seeds_per_split):
-        env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+        with salted(salt) if salt else nullcontext():  # the variant is drawn as the environment is built and reset
+            env = aaos.make(task, scenario=scenario, seed=seed, env=env_id)
+            observation, total = env.reset(), 0.0
         policy = aaos.policies.make(policy_name, seed=seed, env=env_id)
         policy.reset(seed)
         policy.bind(env)
-        observation, total = env.reset(), 0.0
         while True:
             joint = policy.act(observation)
             for role, chosen in joint.items() if champion else ():
@@ -90,7 +102,7 @@ def scores(env_id: str, policy_name: str, task: str, scenario: str, split: Split
             total, observation = total + result.reward, result.observation
             if result.done:
                 break
-        assert total == pytest.approx(result.info["score"], abs=1e-9), (env_id, policy_name, task, scenario, seed)
+        assert total == pytest.approx(result.info["score"], abs=1e-9), (env_id, policy_name, task, scenario, seed, salt)
         found.append(float(result.info["score"]))
     return tuple(found)
 
@@ -113,13 +125,15 @@ def test_ladder(env_id: str, task: str, scenario: str, split: Split) -> None:
                                         f"{bootstrap_ci(champion)}")
 
 
-@pytest.mark.parametrize(("env_id", "scenario", "split"),
-                         [(env_id, *cell) for env_id in ENVS for cell in cells(env_id)])
-def test_information_is_worth_having_on_every_hard_cell(env_id: str, scenario: str, split: Split) -> None:
+@pytest.mark.parametrize(("env_id", "scenario", "split", "salt"),
+                         [pytest.param(env_id, *cell, salt, id=f"{env_id}-{'-'.join(cell)}-{salt or 'public'}")
+                          for env_id in ENVS for cell in cells(env_id) for salt in salts(cell[1])])
+def test_information_is_worth_having_on_every_hard_cell(env_id: str, scenario: str, split: Split, salt: str) -> None:
     """The champion (own views only) leaves room on the hard task, and the oracle (the same rules, or better ones,
-    fed the ground truth) shows it on every cell: at least ORACLE_HEADROOM better, intervals apart."""
+    fed the ground truth) shows it on every cell, its holdout public and salted: at least ORACLE_HEADROOM better,
+    intervals apart."""
     ladder = LADDERS[env_id]
-    champion, oracle = (scores(env_id, name, ladder.hard_task, scenario, split) for name in (CHAMPION, "oracle"))
+    champion, oracle = (scores(env_id, name, ladder.hard_task, scenario, split, salt) for name in (CHAMPION, "oracle"))
     champion_mean, oracle_mean = statistics.mean(champion), statistics.mean(oracle)
     if ladder.champion_max_on_hard is not None:
         assert champion_mean <= ladder.champion_max_on_hard, f"champion scores {champion_mean:.3f} on the hard task"

@@ -25,8 +25,12 @@ from aaos.envs.org.world import World, build_world
 
 DEFAULT_TASK = "full_episode"
 DEFAULT_SCENARIO = "product_launch_failure"
-VERSION = "4"
-"""4: settled business is listed by its outcome: a role's view holds its completed tasks apart (completed_tasks:
+VERSION = "5"
+"""5: vendor_outage_cascade's cascade goes on after the outage: two more hidden risks (a webhook backlog from step 20,
+a ledger drift from step 32) and the retry storm noticeable from step 16, not 5 (inside the outage's firefight, where
+knowing of it early was worth nothing): the oracle leads the champion by +0.19 over holdout salts, not +0.12; the
+other scenarios' episodes unchanged.
+4: settled business is listed by its outcome: a role's view holds its completed tasks apart (completed_tasks:
 id -> quality delivered; visible_tasks only open ones, without the quality an open task does not have yet) and
 the recent plans decided (decided_plans: id -> status and decider; plans only open ones); play and the compact
 prompt unchanged.
