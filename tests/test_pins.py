@@ -1,7 +1,8 @@
 """One source for versions: pyproject.toml declares what each install needs (ranges), the requirements files pin
 exactly those packages (requirements.txt the Space: aaos's dependencies with its [space] extra, the local model
-included; requirements-train.txt [train]; requirements-dev.txt [dev] on top of requirements.txt), every pin
-satisfies its range, and aaos.core.extras names each extra's packages as pyproject declares them."""
+included; requirements-train.txt [train]; requirements-docs.txt [docs]; requirements-dev.txt [dev] on top of
+requirements.txt and requirements-docs.txt), every pin satisfies its range, and aaos.core.extras names each
+extra's packages as pyproject declares them."""
 
 from __future__ import annotations
 
@@ -20,8 +21,12 @@ from aaos.core.extras import EXTRA_INCLUDES, EXTRA_MODULES
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
 FILES = {"requirements.txt": ("space",), "requirements-train.txt": ("train",),
-         "requirements-dev.txt": ("dev",)}
+         "requirements-docs.txt": ("docs",), "requirements-inspect.txt": ("inspect",), "requirements-dev.txt": ("dev",)}
 """Each requirements file and the extras whose own packages it pins (requirements.txt: with aaos's own)."""
+DEV_READS = ("-r requirements.txt", "-r requirements-docs.txt", "-r requirements-inspect.txt")
+"""The files requirements-dev.txt reads first: the extras [dev] includes that have requirements files."""
+TOOLING = {"all", "dev", "docs"}
+"""Extras that no code of aaos imports (aaos.core.extras lists only those that code requires)."""
 
 
 def _own(extra: str) -> list[Requirement]:
@@ -49,7 +54,7 @@ def _pins(name: str) -> dict[str, tuple[str, frozenset[str]]]:
     pins = {}
     for line in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines():
         line = line.split("#")[0].strip()
-        if not line or line == "-r requirements.txt":
+        if not line or line in DEV_READS:
             continue
         requirement = Requirement(line)
         assert re.fullmatch(r"==[^,*]+", str(requirement.specifier)), f"{name}: {line!r} is not an exact pin"
@@ -67,11 +72,11 @@ def test_each_requirements_file_pins_exactly_what_pyproject_declares(name: str) 
             f"{name} pins {package}=={version}, outside pyproject's {declared[package]}")
         assert extras == frozenset(declared[package].extras), f"{name}: {package}'s extras differ from pyproject's"
     if name == "requirements-dev.txt":
-        assert "-r requirements.txt" in (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()
+        assert set(DEV_READS) <= set((REPO_ROOT / name).read_text(encoding="utf-8").splitlines())
 
 
 def test_the_extras_table_matches_pyproject() -> None:
-    assert set(EXTRA_MODULES) == set(EXTRAS) - {"all", "dev"}
+    assert set(EXTRA_MODULES) == set(EXTRAS) - TOOLING
     assert ({extra: set(_included(extra)) for extra in EXTRA_MODULES if _included(extra)} ==
             {extra: set(included) for extra, included in EXTRA_INCLUDES.items()})
     assert set(_included("all")) == set(EXTRA_MODULES) - {"llm", "bench", "server", "local"}  # with space
