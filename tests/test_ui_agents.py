@@ -58,6 +58,7 @@ def closed(policy: Policy) -> bool:
 def test_a_model_plays_a_full_episode_with_valid_actions_and_shows_its_calls(
         mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     built = record_policies(monkeypatch)
+    monkeypatch.setattr(agent_run, "WAIT_NOTE_S", 3600.0)  # one update a step, however slow the machine
     script = Script(modes=["ok"])
     session = reset(task="org_simulation")["session"]
     with serve(script) as url:
@@ -174,14 +175,13 @@ def test_incomplete_model_settings_give_a_message_and_change_nothing(model: str,
 
 def test_the_local_model_when_missing_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_model, "missing", lambda: MISSING)
-    out = play_tab.choose_agent("local")
+    out = play_tab.choose_agent("local", "org")
     assert "aaos-help-error" in out["agent_help"] and "aaos[local]" in out["agent_help"]
-    assert out["model_box"]["open"]
     session = reset(task="org_simulation")["session"]
     updates = list(run_agent(session, "local", "per_role"))
     assert len(updates) == 1 and session.step_count == 0 and session.agent is None
     message = updates[0]["message"]
-    assert "aaos-message-error" in message and "Local SmolLM2-135M is not available" in message
+    assert "aaos-message-error" in message and "The local SmolLM2-135M model is not available" in message
     assert html.escape(local_model.INSTALL_HINT, quote=False) in message
     assert "Traceback" not in message
 
@@ -198,11 +198,11 @@ def test_the_local_model_starts_on_demand_with_a_note_while_it_starts(monkeypatc
 
         monkeypatch.setattr(agents, "start_local", start)
         updates = list(run_agent(session, "local", "joint"))
-    assert "Starting the Local SmolLM2-135M server" in updates[0]["message"]
+    assert "Starting the server of SmolLM2-135M fine-tuned" in updates[0]["message"]
     assert session.done and all(r["status"] != "rejected" for r in results_of(session))
     assert session.model_usage is not None and session.model_usage.model == local_model.MODEL_NAME
     assert session.model_usage.total["decisions"]["primary"] == 6 * session.step_count
-    assert "Local SmolLM2-135M playing" in updates[-1]["message"]
+    assert "SmolLM2-135M fine-tuned playing" in updates[-1]["message"]
 
 
 def test_the_local_model_failing_to_start_gives_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,11 +218,25 @@ def test_the_local_model_failing_to_start_gives_a_message(monkeypatch: pytest.Mo
     assert session.step_count == 0 and session.agent is None
 
 
-def test_choosing_an_agent_describes_it_and_opens_model_settings_for_models() -> None:
-    out = play_tab.choose_agent("heuristic")
-    assert "champion" in out["agent_help"] and "model_box" not in out
-    out = play_tab.choose_agent("openai")
-    assert "Model settings" in out["agent_help"] and out["model_box"]["open"]
+def test_choosing_an_agent_describes_it_and_shows_the_model_settings_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenAI-compatible model opens every Model setting; a local model hides the endpoint's (model name, base
+    URL, token), shows the Mode where it reads it (untrained, or fine-tuned where no adapter is shipped) and hides
+    the box where it reads none; a baseline shows them all, closed (the Benchmark's model is set there)."""
+    def shown(out: dict[str, Any]) -> dict[str, bool]:
+        return {name: out[name]["visible"] for name in play_tab.MODEL_SETTINGS}
+
+    every = dict.fromkeys(play_tab.MODEL_SETTINGS, True)
+    out = play_tab.choose_agent("heuristic", "org")
+    assert "champion" in out["agent_help"] and shown(out) == every and "open" not in out["model_box"]
+    out = play_tab.choose_agent("openai", "org")
+    assert "Model settings" in out["agent_help"] and shown(out) == every and out["model_box"]["open"]
+    mode_only = {"model_box": True, "mode": True, "model_name": False, "base_url": False, "token": False}
+    out = play_tab.choose_agent("local-untrained", "org")
+    assert shown(out) == mode_only and out["model_box"]["open"]
+    assert local_model.trained_adapter("org") is not None
+    assert not any(shown(play_tab.choose_agent("local", "org")).values())
+    monkeypatch.setattr(local_model, "trained_adapter", lambda env: None)
+    assert shown(play_tab.choose_agent("local", "org")) == mode_only
 
 
 def test_the_token_goes_to_the_endpoint_and_nowhere_else(tmp_path: Path, caplog: pytest.LogCaptureFixture,

@@ -26,7 +26,7 @@ from aaos.ui.session import Session
 COS = EpisodeMeta("chief_of_staff", "steady_week", "hospital_director", 4)
 NO_MODEL = ("", "", "", "")
 """The sidebar's Model settings, left empty: mode, model name, base URL, token."""
-MISSING = "Local SmolLM2-135M is not available: not installed here"
+MISSING = "The local SmolLM2-135M model is not available: not installed here"
 
 
 def start(lanes: tuple[str, ...], episode: str = arena_tab.PLAY_EPISODE, blind: bool = False,

@@ -58,9 +58,11 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     expect(inbox.locator(".aaos-pill", has_text="no category")).to_have_count(8)  # eight emails, none labelled
 
     pick(page, "aaos-action", "open_email")
-    email = page.locator("#aaos-choice-0 input").input_value()
-    assert re.fullmatch(r"em_[0-9a-f]{6}", email), email
-    act(page, INBOX_ROLE, "open_email", 1, INBOX_STEPS, email_id=email)
+    picked = page.locator("#aaos-choice-0 input").input_value()  # the email's id, then its subject
+    email, subject = picked.split(" · ", 1)
+    assert re.fullmatch(r"em_[0-9a-f]{6}", email) and subject, picked
+    act(page, INBOX_ROLE, "open_email", 1, INBOX_STEPS, email_id=picked)
+    expect(inbox.locator(f'.aaos-email[data-email="{email}"]')).to_contain_text(subject)
     opened = inbox.locator(".aaos-opened")
     expect(opened).to_contain_text(email)
     expect(opened).to_contain_text("from ")
@@ -68,11 +70,11 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
     expect(row).to_contain_text("read")
     assert len(opened.inner_text()) > len(row.inner_text())  # the whole body (and thread), not the inbox's preview
 
-    act(page, INBOX_ROLE, "classify_email", 2, INBOX_STEPS, email_id=email, category="billing")
-    act(page, INBOX_ROLE, "set_priority", 3, INBOX_STEPS, email_id=email, level="high")
+    act(page, INBOX_ROLE, "classify_email", 2, INBOX_STEPS, email_id=picked, category="billing")
+    act(page, INBOX_ROLE, "set_priority", 3, INBOX_STEPS, email_id=picked, level="high")
     expect(opened).to_contain_text("billing")
     expect(opened).to_contain_text("high")
-    act(page, INBOX_ROLE, "mark_resolved", 4, INBOX_STEPS, email_id=email)
+    act(page, INBOX_ROLE, "mark_resolved", 4, INBOX_STEPS, email_id=picked)
     expect(opened).to_contain_text("resolved")
     expect(inbox.locator(f'.aaos-email[data-email="{email}"]')).to_have_count(0)  # closed: off the open list
     expect(inbox.locator(".aaos-chip", has_text="Resolved")).to_have_text("Resolved 1")
@@ -81,7 +83,7 @@ def test_triage_an_email_by_hand_then_the_champion_finishes_and_the_grade_report
 
     pick(page, "aaos-action", "classify_email")  # a closed email is final: the form no longer offers it
     page.locator("#aaos-choice-0 input").click()
-    expect(page.get_by_role("option", name=email, exact=True)).to_have_count(0)
+    expect(page.get_by_role("option", name=picked, exact=True)).to_have_count(0)
     page.keyboard.press("Escape")
 
     page.get_by_role("tab", name="World", exact=True).click()
@@ -124,9 +126,10 @@ def test_play_by_hand_then_the_champion_finishes_and_the_rubric_shows(page: Page
     expect(calendar.locator('tr[data-day="0"] .aaos-cal-protected')).to_contain_text("Family evening")
 
     pick(page, "aaos-action", "schedule")
-    expect(page.locator("#aaos-choice-0 input")).to_have_value(re.compile(r"^req_[0-9a-f]{6}$"))
-    request = page.locator("#aaos-choice-0 input").input_value()
-    act(page, COS_ROLE, "schedule", 2, COS_STEPS, request_id=request, day="3", slot="midday")
+    expect(page.locator("#aaos-choice-0 input")).to_have_value(re.compile(r"^req_[0-9a-f]{6} · \S"))
+    picked = page.locator("#aaos-choice-0 input").input_value()  # the request's id, then its title
+    request = picked.split(" · ", 1)[0]
+    act(page, COS_ROLE, "schedule", 2, COS_STEPS, request_id=picked, day="3", slot="midday")
     expect(calendar.locator('tr[data-day="3"] .aaos-cal-booked')).to_contain_text(request)
     expect(chief.locator(f'.aaos-request[data-request="{request}"]')).to_contain_text("scheduled")
 

@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, assert_no_reprs, pick, running_space
+from ui_fixtures import ARTIFACTS, assert_no_reprs, pick, rendered_text, running_space
 
 import aaos
-from aaos.bench.runner import Job, run
+from aaos.bench.runner import Job, read_records, run
+from aaos.core.seeding import holdout_salt
 from aaos.core.trajectory import EpisodeMeta
 from aaos.policies import baseline
-from aaos.ui import replay_tab, replays
+from aaos.ui import benchmark, replay_tab, replays
+from aaos.ui import watch_prose as words
 from aaos.ui.replay_tab import Watch
 from aaos.ui.session import Session
 
@@ -61,16 +63,19 @@ def test_the_play_tabs_episode_is_rebuilt_from_its_actions_view_for_view() -> No
 def test_step_t_shows_that_steps_actions_and_the_oversight_log_so_far() -> None:
     session = played(ORG, 8, "random")
     watch = load(session, "play")["replay"]
+    assert watch.step == 1 and replay_tab.show_step(watch, 1) == {}  # the step shown: nothing to draw again
     violations = [(r["step"], len(r["oversight_events"])) for r in session.records]
-    for step in (1, 4, 8):
+    for step in (4, 8, 1):
         view = replay_tab.show_step(watch, step)
+        watch = view["replay"]
+        assert watch.step == step
         assert f"{step} / 8" in view["replay_status"]
         assert set(view["replay_actions"]["Step"]) <= {step}
         assert len(view["replay_oversight"]) == sum(count for at, count in violations if at <= step)
         assert view["replay_plot"]["value"]["step"].max() == step
         joint = session.records[step - 1]["joint_action"]
         assert all(f"Queued: <code>{action['action_type']}" in view["replay_cards"] for action in joint.values())
-    assert replay_tab.back(watch, 1)["replay_step"]["value"] == 1  # clamped at both ends
+    assert replay_tab.back(watch, 1) == {}  # clamped at both ends
     assert replay_tab.forward(watch, 8)["replay_step"]["value"] == 8
     assert replay_tab.forward(watch, 3)["replay_step"]["value"] == 4
 
@@ -129,6 +134,29 @@ def test_benchmark_results_of_baselines_are_played_again_and_checked(tmp_path: P
     shown = load(None, "upload", upload=_jsonl(tmp_path / "model.jsonl", [model]))
     assert "holds no steps" in shown["replay_note"] and shown["replay_result"]["visible"]
     assert f"{model['score']:.3f}" in shown["replay_result"]["value"]
+
+
+def test_this_tabs_salted_benchmark_is_replayed_under_its_own_salt_which_is_never_shown() -> None:
+    """The Benchmark tab's holdout is drawn with a secret salt of its run: Replay plays those episodes again (the
+    tab knows the salt for the session) without the salt in anything it shows."""
+    session = Session(ORG)
+    plan = benchmark.make_plan("org", ["heuristic"], [ORG.task], [ORG.scenario], ["holdout"], 1, 1, "per_role", None)
+    assert isinstance(plan, benchmark.Plan) and plan.salted
+    run = session.start_benchmark(plan)
+    assert run.done.wait(120) and run.state == "finished" and run.holdout_salt is not None
+    out = load(session, "benchmark")
+    loaded = out["replay"].loaded
+    record = read_records(run.results)[0]
+    assert record["split"] == "holdout" and record["holdout_salt"] == run.holdout_salt
+    assert loaded.steps == record["steps"] and loaded.records[-1]["score"] == pytest.approx(record["score"])
+    assert "re-played" in out["replay_episode"]["choices"][0][0] and "another holdout salt" not in out["replay_note"]
+    with run.holdout():
+        salt = holdout_salt()
+    assert salt and salt not in rendered_text(out) and salt not in repr(out["replay"])
+    assert holdout_salt() != salt  # nothing of it stays in force
+    elsewhere = replays.load(replays.entries([record])[0])  # the same record anywhere else: its scores only
+    assert elsewhere.steps == 0 and words.OTHER_SALT in elsewhere.note
+    session.close()
 
 
 def _jsonl(path: Path, records: list[dict[str, Any]]) -> str:
@@ -231,3 +259,23 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     expect(page.locator("#aaos-replay-note")).to_contain_text("4 steps")
     expect(page.locator("#aaos-replay-at")).to_have_text("1 / 4")
     page.screenshot(path=str(ARTIFACTS / "ui_replay_committed.png"), full_page=True)
+
+
+def test_the_step_box_and_the_arrow_keys_show_their_step_at_once(page: Page) -> None:
+    """A step typed in the slider's box shows on Enter, the box still focused; each arrow key on the slider shows
+    the step it moves to (not the one before it)."""
+    pick(page, "aaos-env", env_label("chief_of_staff"))
+    page.get_by_role("tab", name="Replay").click()
+    expect(page.locator("#aaos-replay-status")).to_contain_text("chief_of_staff · seed")  # not the page load's
+    at = page.locator("#aaos-replay-at")
+    expect(at).to_have_text("1 / 20")
+    box = page.locator("#aaos-replay-step input[type=number]")
+    box.fill("12")
+    box.press("Enter")
+    expect(at).to_have_text("12 / 20")
+    expect(box).to_be_focused()
+    slider = page.locator("#aaos-replay-step input[type=range]")
+    slider.focus()
+    for key, step in (("ArrowRight", 13), ("ArrowRight", 14), ("ArrowLeft", 13)):
+        slider.press(key)
+        expect(at).to_have_text(f"{step} / 20")

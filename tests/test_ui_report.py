@@ -80,3 +80,21 @@ def test_the_reports_arithmetic_gives_the_episodes_score(meta: EpisodeMeta, poli
     recomputed = min(1.0, max(0.0, mean / (1 + penalty)))
     assert abs(recomputed - score) <= ROUNDING, (recomputed, score)
     assert shown == round(score, 3) and f"{score:.3f}" in report.split("</h3>", 1)[0]
+
+
+def test_the_inbox_report_says_why_an_urgent_email_was_missed_and_what_escalations_count() -> None:
+    """An urgent email escalated as it should be but with a low priority is missed for its priority, and the report
+    says so; the escalations are the budget used, not a success rate."""
+    env = aaos.make("easy", env="inbox")
+    env.reset()
+    urgent = next(e for e in env.state()["emails"] if e["urgent"] and e["true_outcome"] == "escalated")
+    role = env.spec.roles[0]
+    for action_type, payload in (("open_email", {}), ("classify_email", {"category": urgent["true_category"]}),
+                                 ("set_priority", {"level": "low"}), ("escalate_email", {})):
+        result = env.step({role: {"action_type": action_type, "payload": {"email_id": urgent["id"], **payload}}})
+        assert result.info["action_results"][role]["status"] == "applied", result.info["action_results"]
+    report = aaos.kit_of("inbox").rendering.report(env.state())
+    missed = report.split("Missed urgent emails", 1)[1].split("Violations", 1)[0]
+    line = next(li for li in re.findall(r"<li>(.*?)</li>", missed) if urgent["id"] in li)
+    assert urgent["subject"] in line and line.endswith("<small>(priority low, should be high)</small>")
+    assert "Escalation budget used" in report

@@ -17,8 +17,8 @@ from ui_fixtures import assert_no_reprs, html_table
 import aaos
 from aaos.core.html import humanize
 from aaos.training import plots
-from aaos.training.plots import PLOTS, label
-from aaos.ui import prose, training_tab
+from aaos.training.plots import PLOTS
+from aaos.ui import names, prose, training_tab
 from aaos.ui.layout import build_blocks
 
 POLICIES = ("noop", "random", "heuristic", "untrained", "sft", "dagger")
@@ -72,7 +72,17 @@ def test_the_loader_reads_the_rows_in_order_with_the_plots(sample: Path) -> None
     assert evidence is not None
     assert [row.policy for row in evidence.summary.holdout] == list(POLICIES)
     assert evidence.summary.holdout[5].component("collaboration") == pytest.approx(0.71)
-    assert evidence.plots == {name: sample / "org" / "plots" / name for name in PLOTS}
+    # no reward-driven stage in this run: its plot is left out, though a file of that name is in the folder
+    assert evidence.plots == {name: sample / "org" / "plots" / name for name in PLOTS
+                              if name != training_tab.REWARD_PLOT}
+
+
+@pytest.mark.parametrize(("trained", "shown"), [(["sft", "dagger"], False), (["sft", "grpo"], True),
+                                                (["sft", "dagger", "rft"], True)])
+def test_the_reward_plot_shows_only_for_a_run_that_trained_a_reward_stage(tmp_path: Path, trained: list[str],
+                                                                         shown: bool) -> None:
+    write_run(tmp_path, sample_summary() | {"trained": trained, "final": trained[-1]})
+    assert (training_tab.REWARD_PLOT in training_tab.view("org", tmp_path).plots) == shown
 
 
 def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(sample: Path) -> None:
@@ -84,13 +94,13 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
     board = html_table(shown.table)
     scores, parts = shown.table.split(prose.TRAINING_COMPONENTS_TITLE)
     components = [humanize(c.name) for c in aaos.spec("org").reward_components]
-    assert list(board[0]) == [c.title for c in training_tab.COLUMNS]
-    assert [row["Policy"] for row in board] == [label(p) for p in POLICIES]
+    assert list(board[0]) == ["Policy", *(c.title for c in training_tab.COLUMNS)]
+    assert [row["Policy"] for row in board] == [names.policy_name(p, "dagger") for p in POLICIES]
     by_component = html_table(parts)
     assert list(by_component[0]) == ["Policy", *components]
-    assert [row["Policy"] for row in by_component] == [label(p) for p in POLICIES]
+    assert [row["Policy"] for row in by_component] == [names.policy_name(p, "dagger") for p in POLICIES]
     champion, trained = board[2], board[5]
-    assert champion["Policy"] == "champion" and champion["Valid actions"] == champion["Fallbacks"] == "—"
+    assert champion["Policy"] == "Champion (heuristic)" and champion["Valid actions"] == champion["Fallbacks"] == "—"
     assert trained["Mean score (95 % CI)"] == "0.700 (0.660\u20130.750)"
     assert (trained["Valid actions"], trained["Fallbacks"]) == ("92 %", "8 %")
     assert trained["Hard violations per episode"] == "2.50" and trained["Holdout episodes"] == "12"
@@ -98,9 +108,9 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
     assert '<tr class="aaos-trained">' in shown.table  # only the trained model's row stands out
     assert scores.count("aaos-trained") == parts.count("aaos-trained") == 1
 
-    assert "SmolLM2 SFT+DAgger vs SmolLM2 untrained and random" in shown.verdicts
-    assert "Beats SmolLM2 untrained (0.500): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
-    assert "Beats random (0.300): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
+    assert "SmolLM2-135M fine-tuned vs SmolLM2-135M untrained and Random legal actions" in shown.verdicts
+    assert "Beats SmolLM2-135M untrained (0.500): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
+    assert "Beats Random legal actions (0.300): <span class=\"aaos-pill aaos-applied\">yes" in shown.verdicts
     assert "aaos-rejected\">no promote" in shown.verdicts and "0.200 below heuristic" in shown.verdicts
     assert ("SmolLM2-135M-Instruct" in shown.about and "task Organisation simulation" in shown.about
             and "1,840 examples" in shown.about and "compact" in shown.about)
@@ -117,7 +127,8 @@ def test_an_untrained_win_and_a_promotion_read_as_such(tmp_path: Path) -> None:
 
 
 def beats_random(verdicts: str) -> str:
-    return re.search(r'Beats random \([^)]+\): <span class="aaos-pill aaos-[a-z]+">([a-z ]+)<', verdicts)[1]
+    return re.search(r'Beats Random legal actions \([^)]+\): <span class="aaos-pill aaos-[a-z]+">([a-z ]+)<',
+                     verdicts)[1]
 
 
 def test_beating_random_is_the_summarys_verdict(tmp_path: Path) -> None:
@@ -134,7 +145,7 @@ def test_the_final_model_decoding_every_legal_call_has_a_readable_name(tmp_path:
     summary["holdout"].append(holdout_row("dagger_legal", 6))
     write_run(tmp_path, summary)
     board = html_table(training_tab.view("org", tmp_path).table)
-    assert board[-1]["Policy"] == "SmolLM2 SFT+DAgger, any legal call"
+    assert board[-1]["Policy"] == "SmolLM2-135M fine-tuned, any legal call"
 
 
 def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bars(tmp_path: Path) -> None:
@@ -159,7 +170,7 @@ def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bar
                 fig.canvas.draw()
                 ax = fig.axes[0]
                 assert min(label.get_fontsize() for label in ax.get_xticklabels() + ax.get_yticklabels()) >= 10
-            for name in ("sft_loss.png", "grpo_reward.png"):
+            for name in ("sft_loss.png", "reward.png"):
                 ax = made[name].axes[0]
                 low, high = ax.get_xlim()
                 assert all(tick == int(tick) for tick in ax.get_xticks() if low <= tick <= high), name
@@ -181,7 +192,10 @@ def test_picking_an_environment_renders_every_output_by_name(sample: Path, monke
     assert set(out) == set(training_tab.OUTPUTS)
     assert out["training_box"]["visible"] and out["training_command"]["label"] == prose.TRAINING_REPRODUCE
     for name, slot in training_tab.PLOT_SLOTS.items():
-        assert out[slot]["visible"] and out[slot]["value"] == sample / "org" / "plots" / name
+        if name == training_tab.REWARD_PLOT:  # the sample run trained no reward-driven stage
+            assert not out[slot]["visible"] and out[slot]["value"] is None
+        else:
+            assert out[slot]["visible"] and out[slot]["value"] == sample / "org" / "plots" / name
     assert_no_reprs(out)
 
 
@@ -243,7 +257,10 @@ def test_the_tab_builds_inside_the_page_and_follows_the_environment(sample: Path
     tabs = [b.label for b in by_id["aaos-tabs"].children]
     assert tabs[tabs.index("Benchmark") + 1] == "Training"
     assert by_id["aaos-training-box"].visible and "aaos-training-board" in by_id["aaos-training-table"].value
-    assert all(by_id[f"aaos-{slot.replace('_', '-')}"].visible for slot in training_tab.PLOT_SLOTS.values())
+    images = {name: by_id[f"aaos-{slot.replace('_', '-')}"] for name, slot in training_tab.PLOT_SLOTS.items()}
+    assert all(image.visible == (name != training_tab.REWARD_PLOT) for name, image in images.items())
+    wide = images[training_tab.WIDE_PLOT]  # its legend names every policy: across the tab, alone in its row
+    assert isinstance(wide.parent, gr.Row) and wide.parent.children == [wide]
     wired = [fn for fn in blocks.fns.values() if getattr(fn.fn, "__wrapped__", None) is training_tab.choose_env]
     assert len(wired) == 1 and [t[1] for t in wired[0].targets] == ["input"]
 

@@ -153,7 +153,8 @@ def running_space(log: Path, timeout: float = 90, **variables: str) -> Iterator[
     """Run `python app.py` (with these extra environment variables) on a free loopback port; yields its base URL
     and stops it afterwards."""
     port = free_port()
-    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False", **variables)
+    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
+               GRADIO_ANALYTICS_ENABLED="False", **variables)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out,

@@ -32,6 +32,10 @@ from aaos.ui.session import Others, Session
 from aaos.ui.wiring import Outputs, current, live
 
 DEFAULT_AGENT = agents.AGENTS[0][1]
+ENDPOINT_SETTINGS: tuple[str, ...] = ("model_name", "base_url", "token")
+"""The Model settings of an OpenAI-compatible model's endpoint."""
+MODEL_SETTINGS: tuple[str, ...] = ("model_box", "mode", *ENDPOINT_SETTINGS)
+"""The Model settings box and its fields."""
 POLL_S = 0.2
 """How often a run waiting on a model (or on the local model's start) looks for Stop, a Reset and the time."""
 WAIT_NOTE_S = 1.0
@@ -39,24 +43,32 @@ WAIT_NOTE_S = 1.0
 T = TypeVar("T")
 
 
-def choose_agent(name: str) -> Outputs:
-    """An agent was picked: what it is (or why it cannot run here); Model settings open for a model.
-    Outputs: agent_help, model_box."""
+def choose_agent(name: str, env: str) -> Outputs:
+    """An agent (or the environment, whose local model may be fine-tuned) was picked: what the agent is, or why it
+    cannot run here, and the Model settings it reads. An OpenAI-compatible model opens them all; a local model
+    shows the Mode alone where it reads it, and hides the box where it reads none; a baseline leaves them as they
+    are, for the Benchmark's OpenAI-compatible model. Outputs: agent_help, MODEL_SETTINGS."""
     body, kind = agents.describe(name)
-    opened = {"model_box": gr.update(open=True)} if name in agents.MODEL_AGENTS else {}
-    return {"agent_help": formatting.note(body, kind), **opened}
+    local = name in agents.LOCAL_AGENTS
+    mode = agents.reads_mode(name, env) or name not in agents.MODEL_AGENTS
+    opened = {"open": True} if name in agents.MODEL_AGENTS else {}
+    return {"agent_help": formatting.note(body, kind),
+            "model_box": gr.update(visible=mode or not local, **opened), "mode": gr.update(visible=mode),
+            **{field: gr.update(visible=not local) for field in ENDPOINT_SETTINGS}}
 
 
 def step_note(session: Session, prefix: str) -> tuple[str, str]:
     """The message after a step: its number (the status bar's, the logs' and the timeline's), reward and score,
-    the actions that were rejected or applied without effect, and the end of the episode. Its kind is "error"
-    if an action was rejected, "warn" if one did nothing, else "ok"."""
+    the actions that were rejected or applied without effect (a no-op that did nothing is not one), and the end of
+    the episode. Its kind is "error" if an action was rejected, "warn" if one did nothing, else "ok"."""
     last = session.records[-1]
     results = last["action_results"].values()
     text = f"{prefix}Step {last['step']}: reward {last['reward']:.3f}, score {last['score']:.3f}."
     kind = "ok"
+    noop = session.env.spec.noop_action
     for status, title, flagged in (("no_effect", "Did nothing", "warn"), ("rejected", "Rejected", "error")):
-        found = [f"{humanize(r['role'])}: {r['message']}" for r in results if r["status"] == status]
+        found = [f"{humanize(r['role'])}: {r['message']}" for r in results if r["status"] == status
+                 and not (status == "no_effect" and r["action_type"] == noop)]  # doing nothing is a no-op's job
         if found:
             text += f" {title}: " + "; ".join(found) + "."
             kind = flagged
@@ -132,7 +144,7 @@ def play(session: Session, name: str, delay: float, form: composer.Form | None, 
         if name in agents.LOCAL_AGENTS:
             chosen = "joint" if mode == "joint" else "per_role"
             starting = _in_thread(lambda: agents.start_local(name, env, chosen))
-            yield from _wait(session, run, starting, f"Starting the {agents.LOCAL_LABEL} server (first use only)")
+            yield from _wait(session, run, starting, prose.LOCAL_STARTING.format(label=agents.label(name)))
             if _superseded(session, run):
                 return
             try:

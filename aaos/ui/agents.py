@@ -13,19 +13,21 @@ from typing import Any
 from aaos.agents import local_model
 from aaos.agents.llm import LLMConfig, Mode, fallbacks, fix_hint, stats_delta
 from aaos.core.policy import Policy
-from aaos.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_policy
-from aaos.ui import prose
+from aaos.policies import DEFAULT_BASE_URL, PolicySpec, baseline, build_policy, display_name
+from aaos.ui import names, prose
 
-LOCAL_LABEL = "Local SmolLM2-135M"
-LOCAL_UNTRAINED_LABEL = "Local SmolLM2-135M, untrained"
+CHAMPION = "heuristic"
+"""The environment's champion: the rule-based agent an episode's score is judged against."""
+LOCAL_LABEL, LOCAL_UNTRAINED_LABEL = names.FINE_TUNED, names.UNTRAINED
 AGENTS: tuple[tuple[str, str], ...] = (
-    ("Champion (heuristic)", "heuristic"),
-    ("Random legal actions", "random"),
+    (display_name(CHAMPION), CHAMPION),
+    (display_name("random"), "random"),
     (LOCAL_LABEL, "local"),
     (LOCAL_UNTRAINED_LABEL, "local-untrained"),
     ("OpenAI-compatible model", "openai"),
 )
-"""What the Run button offers: (label, name); the baselines' names are aaos.policies names."""
+"""What the Run button offers: (label, name); the baselines' names are aaos.policies names, and every label is the
+policy's one display name (aaos.ui.names)."""
 LOCAL_AGENTS: tuple[str, ...] = ("local", "local-untrained")
 """The local model fine-tuned for the environment (where the project ships an adapter), and as the wheel ships it."""
 MODEL_AGENTS: tuple[str, ...] = (*LOCAL_AGENTS, "openai")
@@ -46,13 +48,19 @@ def choices() -> list[tuple[str, str]]:
 def local_problem() -> str | None:
     """Why the local model cannot run here (with how to install it), or None."""
     problem = local_model.missing()
-    return None if problem is None else f"{LOCAL_LABEL} is not available: {problem}"
+    return None if problem is None else prose.LOCAL_MISSING.format(problem=problem)
 
 
 def describe(name: str) -> tuple[str, str]:
     """What an agent is, and its kind: "info", or "error" when it cannot run here."""
     problem = local_problem() if name in LOCAL_AGENTS else None
     return (problem, "error") if problem else (prose.AGENTS.get(name, ""), "info")
+
+
+def reads_mode(name: str, env: str) -> bool:
+    """Whether an agent reads the Mode of Model settings: a model does, but the local model fine-tuned for `env`
+    (its adapter's compact prompt is fixed)."""
+    return name in MODEL_AGENTS and not (name == "local" and local_model.trained_adapter(env) is not None)
 
 
 def endpoint(model: str | None, base_url: str | None, token: str | None, mode: str) -> LLMConfig | str:

@@ -20,14 +20,13 @@ from aaos.agents.llm import LLMConfig
 from aaos.core.env import Environment, JointAction, Observation
 from aaos.core.policy import Action, Policy
 from aaos.core.trajectory import EpisodeMeta, step_record
-from aaos.policies import BASELINES
+from aaos.policies import BASELINES, display_name
 from aaos.ui import agents, formatting, replays
 from aaos.ui import watch_prose as words
 
 Record = dict[str, Any]
-AGENTS: tuple[tuple[str, str], ...] = (
-    *((words.FINE_TUNED.format(label=lbl) if name == "local" else lbl, name) for lbl, name in agents.AGENTS),
-    ("No-op (does nothing)", "noop"), ("Oracle (a reference that reads the hidden state)", "oracle"))
+AGENTS: tuple[tuple[str, str], ...] = (*agents.AGENTS, (display_name("noop"), "noop"),
+                                       (display_name("oracle"), "oracle"))
 """What a lane can play: the Run button's agents, plus the no-op and the oracle as references."""
 MIN_LANES, MAX_LANES = 2, 4
 DEFAULT_LANES: tuple[str, ...] = ("local-untrained", "local", "heuristic", words.ARENA_NONE)

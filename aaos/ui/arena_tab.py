@@ -40,6 +40,7 @@ from aaos.ui.arena import (
     make_lane,
     race,
 )
+from aaos.ui.dropdown import changing_dropdown
 from aaos.ui.session import Session, default_meta
 from aaos.ui.wiring import SESSION_TTL_S, Outputs, Ui, live
 from aaos.ui.wiring import current as current_session
@@ -77,12 +78,12 @@ def build(ui: Ui, env_id: str) -> None:
                 ui[name] = gr.Dropdown(choices, value=DEFAULT_LANES[i], label=f"Lane {i + 1}", min_width=150,
                                        elem_id=f"aaos-arena-agent-{i}")
         with gr.Row(equal_height=True):
-            ui["arena_episode"] = gr.Dropdown(episodes, value=episodes[0][1], label="Episode", scale=4,
+            ui["arena_episode"] = changing_dropdown(episodes, value=episodes[0][1], label="Episode", scale=4,
                                               elem_id="aaos-arena-episode")
             ui["arena_blind"] = gr.Checkbox(False, label="Blind mode", scale=1, elem_id="aaos-arena-blind")
             ui["arena_start"] = gr.Button("Start", variant="primary", scale=0, min_width=90,
                                           elem_id="aaos-arena-start")
-        with gr.Row(equal_height=False):
+        with gr.Row(equal_height=False, elem_id="aaos-arena-controls"):
             ui["arena_message"] = gr.HTML(elem_id="aaos-arena-message", scale=5, min_width=280)
             ui["arena_step"] = gr.Button("Step", variant="primary", scale=0, min_width=80, elem_id="aaos-arena-step")
             ui["arena_run"] = gr.Button("Run", scale=0, min_width=80, elem_id="aaos-arena-run")

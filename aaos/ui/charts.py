@@ -23,6 +23,8 @@ DELIVERY_SERIES: dict[str, str] = {
 }
 """The reward_breakdown fields plotted in the delivery chart, and their legend names."""
 DELIVERED_SERIES = "Delivered (immediate + delayed)"
+MIN_RANGE = 0.02
+"""The least top of a fitted y range: a chart of zeros still shows an axis."""
 LEADERBOARD_HEIGHT = 340
 LEADERBOARD_TITLE = "Mean episode score (95 % CI)"
 RACE_HEIGHT = 300
@@ -53,6 +55,16 @@ def delivery_frame(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             for r in records for key, label in DELIVERY_SERIES.items()]
     rows += [(r["step"], float(r["reward"]), DELIVERED_SERIES) for r in records]
     return _frame(rows)
+
+
+def fitted_range(frame: pd.DataFrame) -> list[float]:
+    """A y range that fits the frame's values with a margin, from 0 (or below, for a negative value): a reward
+    delivered each step is a small share of the score, which a fixed 0 to 1 axis would flatten."""
+    if frame.empty:
+        return [0.0, 1.0]
+    low, high = min(0.0, float(frame["value"].min())), max(float(frame["value"].max()), MIN_RANGE)
+    margin = 0.1 * (high - low)
+    return [low - margin if low < 0 else 0.0, high + margin]
 
 
 def leaderboard_figure(rows: list[dict[str, Any]]) -> go.Figure:

@@ -15,6 +15,7 @@ import gradio as gr
 import aaos
 from aaos.core.html import action_text, humanize
 from aaos.ui import formatting, forms, prose
+from aaos.ui.forms import Action
 from aaos.ui.session import Session
 from aaos.ui.wiring import Outputs, current, live
 
@@ -26,6 +27,8 @@ COMPOSER: tuple[str, ...] = ("role", "action_type", "action_help", *CHOICE_SLOTS
 """The action form."""
 QUEUED: tuple[str, ...] = ("session", "queue", "cards", "message", "queue_note")
 """The outputs of queueing and clearing."""
+FORM_CHANGED: tuple[str, ...] = ("session", *COMPOSER, "queue_note")
+"""The outputs of choosing a role or an action: the form, and a Queue error gone (the user acted on it)."""
 Form = tuple[str | None, str | None, bool]
 """The action form's role, action type and raw-JSON switch, which every full update re-renders."""
 
@@ -66,6 +69,7 @@ def composer(session: Session, role: str | None, action_type: str | None, raw: b
     name, fields = form_fields(session, role, action_type)
     spec = session.env.spec.action(name)
     defaults = forms.default_payload(fields, role)
+    titles = forms.item_titles(session.observation["agent_observations"][role])
     session.form_shown = (role, name, raw)
     outputs: Outputs = {
         "role": gr.update(choices=[(humanize(r), r) for r in session.env.spec.roles], value=role),
@@ -79,10 +83,11 @@ def composer(session: Session, role: str | None, action_type: str | None, raw: b
         is_text = field is not None and field.choices is None
         outputs[CHOICE_SLOTS[i]] = gr.update(
             visible=is_choice and not raw,
-            choices=[(forms.choice_label(c), forms.choice_label(c)) for c in field.choices] if is_choice else [],
+            choices=[(forms.choice_text(c, titles), forms.choice_label(c)) for c in field.choices] if is_choice else [],
             value=forms.choice_label(defaults[field.name]) if is_choice and field.choices else None,
             label=field.label if is_choice else "", info=field.description if is_choice else None)
-        outputs[TEXT_SLOTS[i]] = gr.update(visible=is_text and not raw, value="", label=field.label if is_text else "",
+        outputs[TEXT_SLOTS[i]] = gr.update(visible=is_text and not raw, value=defaults[field.name] if is_text else "",
+                                           label=field.label if is_text else "",
                                            info=field.description if is_text else None)
     return outputs
 
@@ -90,13 +95,13 @@ def composer(session: Session, role: str | None, action_type: str | None, raw: b
 def choose_action(request: gr.Request, session: Session | None, role: str, action_type: str | None,
                   raw: bool) -> Outputs:
     """A role or action type was picked: the form for it, unless it is the one shown (Gradio's dropdown also fires
-    `input` when its list closes without a new choice, and what was typed stays). Outputs: session, COMPOSER."""
+    `input` when its list closes without a new choice, and what was typed stays). Outputs: FORM_CHANGED."""
     session = current(session, request)
     with session.lock:
-        role = role_of(session, role)
-        if session.form_shown == (role, form_fields(session, role, action_type)[0], raw):
+        if session.form_shown == (role, action_type, raw):  # neither a role nor an action of another list
             return {}
-        return {"session": session, **composer(session, role, action_type, raw)}
+        session.queue_note = ""
+        return {"session": session, **composer(session, role, action_type, raw), "queue_note": ""}
 
 
 def _slot_values(fields: Sequence[forms.Field], slots: Sequence[Any]) -> list[Any]:
@@ -130,10 +135,25 @@ def toggle_raw(session: Session | None, role: str, action_type: str | None, raw:
 
 def _queued(session: Session, note: str, kind: str) -> Outputs:
     """QUEUED; an error shows under the Queue button too, where the user is (the main message may be scrolled
-    away, under a tall raw-JSON editor)."""
+    away, under a tall raw-JSON editor, or replaced by a run's next step), until the user acts again."""
+    session.queue_note = formatting.message(note, kind) if kind == "error" else ""
     return {"session": session, "queue": formatting.queue_frame(session.queue), "cards": role_cards(session),
-            "message": formatting.message(note, kind),
-            "queue_note": formatting.message(note, kind) if kind == "error" else ""}
+            "message": formatting.message(note, kind), "queue_note": session.queue_note}
+
+
+def _form_action(session: Session, role: str, action_type: str | None, slots: Sequence[Any]) -> Action | str:
+    """The form's action for `role`, or why there is none: no action chosen, or one the role cannot take now (chosen
+    from the list of another role, or of a moment ago). A role the environment lacks is Session.queue_action's
+    to name."""
+    if not action_type:
+        return "Choose an action type first."
+    if role not in session.env.spec.roles:
+        return {"action_type": action_type, "payload": {}}
+    legal = session.env.legal_actions(role)
+    if action_type not in legal:
+        return prose.NOT_AN_ACTION_NOW.format(action=action_type, role=humanize(role), actions=", ".join(legal))
+    _, fields = form_fields(session, role, action_type)
+    return {"action_type": action_type, "payload": forms.read_form(fields, _slot_values(fields, slots))}
 
 
 def queue_action(request: gr.Request, session: Session | None, role: str, action_type: str | None, raw: bool,
@@ -141,13 +161,7 @@ def queue_action(request: gr.Request, session: Session | None, role: str, action
     """Queue the form's (or the raw JSON's) action for `role`. Outputs: QUEUED."""
     session = current(session, request)
     with session.lock:
-        if raw:
-            action = forms.parse_raw(raw_text)
-        elif not action_type:
-            action = "Choose an action type first."
-        else:
-            _, fields = form_fields(session, role_of(session, role), action_type)
-            action = {"action_type": action_type, "payload": forms.read_form(fields, _slot_values(fields, slots))}
+        action = forms.parse_raw(raw_text) if raw else _form_action(session, role, action_type, slots)
         problem = action if isinstance(action, str) else session.queue_action(role, action)
         if problem is None:
             more = "Queue more roles or press Step." if len(session.env.spec.roles) > 1 else "Press Step."

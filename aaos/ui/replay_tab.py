@@ -9,7 +9,8 @@ return a new one. A file that cannot be replayed gets a message and changes noth
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import contextlib
+from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
@@ -19,24 +20,26 @@ from aaos.core.trajectory import EpisodeMeta
 from aaos.training.episodes import TrajectoryError
 from aaos.ui import charts, formatting, replays, watch_html
 from aaos.ui import watch_prose as words
+from aaos.ui.dropdown import changing_dropdown
 from aaos.ui.replays import Entry, Replay
 from aaos.ui.session import Session
 from aaos.ui.wiring import SESSION_TTL_S, Outputs, Ui, live
 
 DEFAULT_SOURCE = "committed"
-VIEW: tuple[str, ...] = ("replay_step", "replay_status", "replay_departure", "replay_cards", "replay_actions",
-                         "replay_plot", "replay_oversight")
-"""What showing step t renders."""
-LOADED: tuple[str, ...] = ("replay", "replay_episode", "replay_upload", "replay_note", "replay_result", *VIEW)
+VIEW: tuple[str, ...] = ("replay", "replay_step", "replay_status", "replay_departure", "replay_cards",
+                         "replay_actions", "replay_plot", "replay_oversight")
+"""What showing step t renders (and the step shown, in the tab's state)."""
+LOADED: tuple[str, ...] = ("replay_episode", "replay_upload", "replay_note", "replay_result", *VIEW)
 """What loading an episode renders."""
 
 
 @dataclass(frozen=True)
 class Watch:
-    """The tab's state: the source's episodes and the one loaded."""
+    """The tab's state: the source's episodes, the one loaded and the step shown (0: none)."""
 
     entries: tuple[Entry, ...] = ()
     loaded: Replay | None = field(default=None)
+    step: int = 0
 
 
 def build(ui: Ui) -> None:
@@ -52,7 +55,7 @@ def build(ui: Ui) -> None:
             ui["replay_upload"] = gr.File(label="JSONL file", file_types=[".jsonl"], type="filepath", visible=False,
                                           scale=2, elem_id="aaos-replay-upload")
         with gr.Row(equal_height=True):
-            ui["replay_episode"] = gr.Dropdown([], label="Episode", scale=5, elem_id="aaos-replay-episode")
+            ui["replay_episode"] = changing_dropdown([], label="Episode", scale=5, elem_id="aaos-replay-episode")
             ui["replay_load"] = gr.Button("Load", variant="primary", scale=0, min_width=90,
                                           elem_id="aaos-replay-load")
         ui["replay_note"] = gr.HTML(elem_id="aaos-replay-note")
@@ -68,17 +71,16 @@ def build(ui: Ui) -> None:
         ui["replay_cards"] = gr.HTML(elem_id="aaos-replay-cards-box")
         ui["replay_actions"] = gr.Dataframe(headers=list(formatting.ACTION_COLUMNS), interactive=False, wrap=True,
                                             label="This step's actions and results (no-ops left out)",
-                                            max_height=260, elem_id="aaos-replay-actions")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
-                ui["replay_plot"] = gr.LinePlot(x="step", y="value", color="series", y_lim=[0, 1], height=280,
-                                                title="Reward components and composite score so far",
-                                                x_title="Step", y_title="Value", color_title="Component",
-                                                elem_id="aaos-replay-plot")
-            with gr.Column(scale=2):
-                ui["replay_oversight"] = gr.Dataframe(headers=list(formatting.OVERSIGHT_COLUMNS), interactive=False,
-                                                      wrap=True, label="Oversight log so far", max_height=280,
-                                                      elem_id="aaos-replay-oversight")
+                                            max_height=260, column_widths=list(formatting.ACTION_WIDTHS),
+                                            elem_id="aaos-replay-actions")
+        # one under the other, each across the tab: side by side, the chart's legend and the log's headers were cut
+        ui["replay_plot"] = gr.LinePlot(x="step", y="value", color="series", y_lim=[0, 1], height=280,
+                                        title="Reward components and composite score so far", x_title="Step",
+                                        y_title="Value", color_title="Component", elem_id="aaos-replay-plot")
+        ui["replay_oversight"] = gr.Dataframe(headers=list(formatting.OVERSIGHT_COLUMNS), interactive=False,
+                                              wrap=True, label="Oversight log so far", max_height=280,
+                                              column_widths=list(formatting.OVERSIGHT_WIDTHS),
+                                              elem_id="aaos-replay-oversight")
 
 
 def wire(blocks: gr.Blocks, ui: Ui) -> None:
@@ -92,7 +94,9 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     ui.event(ui["env"].input, choose_env, listing, LOADED)
     ui.event(ui["replay_episode"].input, load, (*listing, "replay_episode"), LOADED)
     ui.event(ui["replay_load"].click, load, (*listing, "replay_episode"), LOADED)
-    ui.event(ui["replay_step"].release, show_step, ("replay", "replay_step"), VIEW)
+    # `change`, not `release`: a step typed in the slider's box (or set with the arrow keys) shows at once, not on
+    # blur; a step the tab set itself is the one shown, and changes nothing
+    ui.event(ui["replay_step"].change, show_step, ("replay", "replay_step"), VIEW, trigger_mode="always_last")
     ui.event(ui["replay_prev"].click, back, ("replay", "replay_step"), VIEW)
     ui.event(ui["replay_next"].click, forward, ("replay", "replay_step"), VIEW)
     ui.event(ui["replay_jump"].click, jump, ("replay",), VIEW)
@@ -113,39 +117,47 @@ def episodes_of(session: Session | None, env_id: str, source: str, upload: str |
     return replays.committed(env_id)
 
 
+def drawn_as(session: Session | None, source: str) -> contextlib.AbstractContextManager[None]:
+    """Within, holdout variants are drawn as the source's episodes were: a benchmark of this tab's under its own
+    secret salt (Replay may play again what this tab just ran; the salt is never shown), the rest under this
+    server's."""
+    session = live(session)
+    run = session.benchmark if session is not None and source == "benchmark" else None
+    return run.holdout() if run is not None else contextlib.nullcontext()
+
+
 def _nothing(source: str, env_id: str, note: str) -> Outputs:
-    return {"replay": Watch(), "replay_episode": gr.update(choices=[], value=None),
+    return {"replay_episode": gr.update(choices=[], value=None),
             "replay_upload": gr.update(visible=source == "upload"),
             "replay_note": formatting.message(note, "info"), "replay_result": gr.update(visible=False),
-            **_view(None, 1)}
+            **_view(Watch(), 1)}
 
 
 def load(watch: Watch | None, session: Session | None, env_id: str, source: str, upload: str | None,
          index: int | None) -> Outputs:
     """List the source's episodes (again: the Play tab's and a benchmark's grow) and load the chosen one.
     Outputs: LOADED."""
-    try:
-        found = episodes_of(session, env_id, source, upload)
-    except TrajectoryError as error:
-        return {"replay_note": formatting.message(words.BAD_FILE.format(problem=str(error).rstrip(".")), "error")}
-    if not found:
+    with drawn_as(session, source):
+        try:
+            found = episodes_of(session, env_id, source, upload)
+            chosen = index if isinstance(index, int) and 0 <= index < len(found) else 0
+            loaded = replays.load(found[chosen]) if found else None
+            labels = [(e.label, i) for i, e in enumerate(found)]
+        except TrajectoryError as error:
+            return {"replay_note": formatting.message(words.BAD_FILE.format(problem=str(error).rstrip(".")),
+                                                      "error")}
+    if loaded is None:
         return _nothing(source, env_id, words.NO_EPISODES[source].format(env=env_id))
-    chosen = index if isinstance(index, int) and 0 <= index < len(found) else 0
-    try:
-        loaded = replays.load(found[chosen])
-    except TrajectoryError as error:
-        return {"replay_note": formatting.message(words.BAD_FILE.format(problem=str(error).rstrip(".")), "error")}
     entry = loaded.entry
     note = " ".join(part for part in (words.LOADED.format(label=entry.label), loaded.note) if part)
     kind = "info" if loaded.steps else "warn"
     result = entry.result is not None and not loaded.steps
-    return {"replay": Watch(tuple(found), loaded),
-            "replay_episode": gr.update(choices=[(e.label, i) for i, e in enumerate(found)], value=chosen),
+    return {            "replay_episode": gr.update(choices=labels, value=chosen),
             "replay_upload": gr.update(visible=source == "upload"),
             "replay_note": formatting.message(note, kind),
-            "replay_result": gr.update(value=watch_html.recorded_result(entry.result) if result else "",
+            "replay_result": gr.update(value=watch_html.recorded_result(entry.result, entry.who) if result else "",
                                        visible=result),
-            **_view(loaded, 1)}
+            **_view(Watch(tuple(found), loaded), 1)}
 
 
 def choose_source(watch: Watch | None, session: Session | None, env_id: str, source: str,
@@ -176,9 +188,10 @@ def _clamp(loaded: Replay | None, step: float | None) -> int:
 
 
 def show_step(watch: Watch | None, step: float | None) -> Outputs:
-    """Step `step` of the loaded episode. Outputs: VIEW."""
-    loaded = watch.loaded if watch is not None else None
-    return _view(loaded, _clamp(loaded, step))
+    """Step `step` of the loaded episode, unless it is the one shown. Outputs: VIEW."""
+    watch = watch or Watch()
+    shown = _clamp(watch.loaded, step)
+    return {} if shown == watch.step else _view(watch, shown)
 
 
 def back(watch: Watch | None, step: float | None) -> Outputs:
@@ -194,9 +207,9 @@ def forward(watch: Watch | None, step: float | None) -> Outputs:
 def jump(watch: Watch | None) -> Outputs:
     """The first step that departs from the champion (the last step if it never does). Outputs: VIEW."""
     loaded = watch.loaded if watch is not None else None
-    if loaded is None:
+    if watch is None or loaded is None:
         return {}
-    return _view(loaded, loaded.departure.step if loaded.departure else loaded.steps)
+    return show_step(watch, loaded.departure.step if loaded.departure else loaded.steps)
 
 
 def _status(loaded: Replay, step: int) -> str:
@@ -212,7 +225,7 @@ def _status(loaded: Replay, step: int) -> str:
                                    "aaos-replay-champion")
     return watch_html.stats([
         watch_html.stat("Episode", formatting.episode_name(meta.env, meta.task, meta.scenario),
-                        f"{meta.env} · seed {meta.seed} · {loaded.entry.policy or 'trajectory'}"),
+                        f"{meta.env} · seed {meta.seed} · {loaded.entry.who}"),
         watch_html.stat("Step", f"{step} / {loaded.steps}", "done" if record["done"] else "", "aaos-replay-at"),
         watch_html.stat("Score", formatting.score_text(record["score"]), "after this step", "aaos-replay-score"),
         watch_html.stat("Reward", f"{record['reward']:.3f}",
@@ -230,16 +243,19 @@ def _cards(loaded: Replay, step: int) -> str:
             + "".join(card(role, view, joint.get(role)) for role, view in views.items()) + "</div>")
 
 
-def _view(loaded: Replay | None, step: int) -> Outputs:
-    """Step `step` of `loaded` (VIEW); an empty view for nothing loaded or an episode without steps."""
+def _view(watch: Watch, step: int) -> Outputs:
+    """Step `step` of the episode loaded (VIEW); an empty view for nothing loaded or an episode without steps."""
+    loaded = watch.loaded
     if loaded is None or not loaded.steps:
-        return {"replay_step": gr.update(minimum=0, maximum=1, value=0, interactive=False),
+        return {"replay": replace(watch, step=0),
+                "replay_step": gr.update(minimum=0, maximum=1, value=0, interactive=False),
                 "replay_status": "", "replay_departure": "", "replay_cards": "",
                 "replay_actions": formatting.action_frame([]), "replay_plot": charts.component_frame({}, []),
                 "replay_oversight": formatting.oversight_frame([])}
     so_far = loaded.records[:step]
     here = loaded.departure is not None and loaded.departure.step == step
     return {
+        "replay": replace(watch, step=step),
         # a slider's minimum must stay below its maximum: a one-step episode's runs from 0 (shown as step 1)
         "replay_step": gr.update(minimum=1 if loaded.steps > 1 else 0, maximum=loaded.steps, value=step,
                                  interactive=loaded.steps > 1),

@@ -34,7 +34,7 @@ from aaos.data import data_dir
 from aaos.policies import BASELINES
 from aaos.training.episodes import Record, TrajectoryError, meta_of, play, read_jsonl, split_episodes
 from aaos.training.replay import replay
-from aaos.ui import formatting
+from aaos.ui import formatting, names
 from aaos.ui import watch_prose as words
 
 CHAMPION = "heuristic"
@@ -69,9 +69,17 @@ class Entry:
         return None if self.result is None else self.result.get("score")
 
     @property
+    def who(self) -> str:
+        """Who played it, as the Space names the policy (aaos.ui.names; a committed evaluation's stages by the
+        committed run's shipped model)."""
+        if self.policy is None:
+            return "trajectory"
+        return names.policy_name(self.policy, committed_model(self.meta.env, "local"))
+
+    @property
     def label(self) -> str:
         """How the episode list names it: who, what, which seed, its score and how it can be watched."""
-        who = self.policy or "trajectory"
+        who = self.who
         score = "no score" if self.score is None else f"score {self.score:.3f}"
         how = f"{len(self.records)} steps" if self.records else (
             "re-played" if replay_problem(self.result or {}) is None else "scores only")

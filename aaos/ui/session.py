@@ -85,7 +85,8 @@ class Session:
     drawn: the episode's latest drawing (episode.full's outputs but the form), which the redraw sends; form_drawn:
     the form's latest drawing until a redraw sends it (a run's steps leave the form to the user); draws: how many
     drawings there have been (the signal to redraw); form_shown: the role, action and raw-JSON switch the form was
-    last composed for.
+    last composed for; queue_note: why the last Queue failed (HTML, "" for none), shown under the Queue button until
+    the user acts again (a run's steps keep it).
     """
 
     def __init__(self, meta: EpisodeMeta) -> None:
@@ -103,6 +104,7 @@ class Session:
         self.drawn: dict[str, Any] = {}
         self.form_drawn: dict[str, Any] = {}
         self.form_shown: tuple[str, str, bool] | None = None
+        self.queue_note = ""
         self.draws = 0
         self.benchmark: BenchmarkRun | None = None
         self._workdir: Path | None = None
@@ -141,6 +143,7 @@ class Session:
         self.meta = meta
         self.interrupt()
         self.queue.clear()
+        self.queue_note = ""
         self.records.clear()
         self.model_usage = None
         self.initial_scores = dict(observation.get("partial_scores", {}))

@@ -24,8 +24,8 @@ from aaos.core.html import esc, humanize, items, pill
 from aaos.core.spec import EnvSpec
 from aaos.data import data_dir
 from aaos.training.pipeline import command
-from aaos.training.plots import LABELS, PLOTS, label
-from aaos.ui import formatting, prose
+from aaos.training.plots import PLOTS
+from aaos.ui import formatting, names, prose
 from aaos.ui.wiring import Outputs, Ui
 
 RESULTS_ROOT = data_dir("results") / "training"
@@ -36,6 +36,11 @@ BAR = "random"
 """The baseline a trained model must beat besides the untrained one (which may score nothing at all)."""
 PLOT_SLOTS: dict[str, str] = {name: f"training_{name.removesuffix('.png')}" for name in PLOTS}
 """Each plot's image component, by the plot's file name."""
+REWARD_PLOT, REWARD_STAGES = "reward.png", ("rft", "grpo")
+"""The plot of the reward-driven stages, shown only for a run that trained one (a file left by an earlier run in the
+folder would show a stage this run did not train)."""
+WIDE_PLOT = "components.png"
+"""The plot with a legend of every policy: across the tab's width, where its legend reads."""
 MAX_PROBLEMS = 5
 """At most this many problems of a summary.json are named."""
 OUTPUTS: tuple[str, ...] = ("training_about", "training_box", "training_table", "training_verdicts",
@@ -56,6 +61,8 @@ class Dataset(_Strict):
     episodes: int
     sft_rows: int
     dagger_rows: int
+    rft_rows: int = 0
+    """0 in the summaries of runs from before the RFT stage."""
     grpo_prompts: int
 
 
@@ -135,7 +142,8 @@ def load(env_id: str, root: Path = RESULTS_ROOT) -> Evidence | None:
         raise ValueError(f"{_repo_path(path)}: {problems}") from error
     if summary.env != env_id:
         raise ValueError(f"{_repo_path(path)}: env is {summary.env!r}, not {env_id!r}")
-    plots = {name: folder / "plots" / name for name in PLOTS if (folder / "plots" / name).is_file()}
+    plots = {name: folder / "plots" / name for name in PLOTS if (folder / "plots" / name).is_file()
+             and (name != REWARD_PLOT or set(summary.trained) & set(REWARD_STAGES))}
     return Evidence(summary, plots)
 
 
@@ -156,7 +164,6 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("Policy", lambda r: label(r.policy)),
     Column("Holdout episodes", lambda r: str(r.episodes)),
     Column("Mean score (95 % CI)", lambda r: f"{r.mean_score:.3f} ({r.ci_low:.3f}\u2013{r.ci_high:.3f})"),
     Column("Valid actions", lambda r: _share(r.valid_action_rate)),
@@ -164,7 +171,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("Fallbacks", lambda r: "—" if r.valid_action_rate is None else _share(r.fallback_rate)),
     Column("Hard violations per episode", lambda r: f"{r.hard_violations_per_episode:.2f}"),
 )
-"""The comparison's columns; one per reward component of the environment follows them."""
+"""The comparison's columns after the policy's (aaos.ui.names); one per reward component of the environment follows
+them."""
 
 
 def _component(name: str) -> Column:
@@ -172,8 +180,9 @@ def _component(name: str) -> Column:
 
 
 def _board(rows: Sequence[HoldoutRow], columns: Sequence[Column], elem_id: str, final: str) -> str:
-    head = "".join(f"<th>{esc(c.title)}</th>" for c in columns)
+    head = "<th>Policy</th>" + "".join(f"<th>{esc(c.title)}</th>" for c in columns)
     body = "".join(('<tr class="aaos-trained">' if row.policy == final else "<tr>")
+                   + f"<td>{esc(names.policy_name(row.policy, final))}</td>"
                    + "".join(f"<td>{esc(c.cell(row))}</td>" for c in columns) + "</tr>" for row in rows)
     return (f'<div class="aaos-board-wrap"><table class="aaos-board" id="{elem_id}"><thead><tr>{head}</tr>'
             f"</thead><tbody>{body}</tbody></table></div>")
@@ -182,7 +191,7 @@ def _board(rows: Sequence[HoldoutRow], columns: Sequence[Column], elem_id: str, 
 def table(summary: Summary, spec: EnvSpec) -> str:
     """The holdout rows as two HTML tables, the scores and then the reward components (one table of both is wider
     than the tab at 1280 px); each scrolls sideways on a narrow screen. The shipped model's rows are marked."""
-    components = [COLUMNS[0], *(_component(c.name) for c in spec.reward_components)]
+    components = [_component(c.name) for c in spec.reward_components]
     return (_board(summary.holdout, COLUMNS, "aaos-training-board", summary.final)
             + f'<h4 class="aaos-board-title">{esc(prose.TRAINING_COMPONENTS_TITLE)}</h4>'
             + _board(summary.holdout, components, "aaos-training-components", summary.final))
@@ -195,14 +204,16 @@ def _verdict(beaten: bool) -> str:
 def verdicts(summary: Summary) -> str:
     """Whether the trained model beats the untrained one and random legal actions (each with its mean: an untrained
     model that scores nothing is a low bar), and the promotion gate against the champion with its reasons."""
-    trained = label(summary.final)
+    trained, untrained, bar = (names.policy_name(policy, summary.final)
+                               for policy in (summary.final, names.UNTRAINED_STAGE, BAR))
     means = {row.policy: row.mean_score for row in summary.holdout}
-    lines = "".join(f"<p>Beats {esc(LABELS[policy])} ({esc(_number(means.get(policy)))}): {_verdict(beaten)}</p>"
-                    for policy, beaten in (("untrained", summary.beats_untrained), (BAR, summary.beats_random)))
+    lines = "".join(f"<p>Beats {esc(name)} ({esc(_number(means.get(policy)))}): {_verdict(beaten)}</p>"
+                    for policy, name, beaten in ((names.UNTRAINED_STAGE, untrained, summary.beats_untrained),
+                                                 (BAR, bar, summary.beats_random)))
     gate = summary.gate_vs_champion
     verdict = pill(gate.verdict.replace("_", " ").lower(), "applied" if gate.verdict == "PROMOTE" else "rejected")
     return (f'<div class="aaos-gate" id="aaos-training-verdicts">'
-            f"<h4>{esc(trained)} vs {esc(LABELS['untrained'])} and {esc(LABELS[BAR])}</h4>{lines}"
+            f"<h4>{esc(trained)} vs {esc(untrained)} and {esc(bar)}</h4>{lines}"
             f'<p class="aaos-help">{esc(prose.TRAINING_BEATS_RULE.format(trained=trained))}</p>'
             f"<h4>Promotion gate: {esc(trained)} vs the champion</h4><p>{verdict}</p>"
             f"{items([esc(reason) for reason in gate.reasons], '')}"
@@ -268,10 +279,10 @@ def build(ui: Ui, env_id: str) -> None:
             gr.Markdown(f"### {prose.TRAINING_TABLE_TITLE}", elem_classes=["aaos-panel-title"])
             ui["training_table"] = gr.HTML(shown.table, elem_id="aaos-training-table")
             ui["training_verdicts"] = gr.HTML(shown.verdicts, elem_id="aaos-training-verdicts-box")
-            names = list(PLOT_SLOTS)
-            for pair in (names[:2], names[2:]):
+            narrow = [name for name in PLOT_SLOTS if name != WIDE_PLOT]
+            for row in (narrow[:2], narrow[2:], [WIDE_PLOT]):
                 with gr.Row(equal_height=False):
-                    for name in pair:
+                    for name in row:
                         # No label over the image: each plot carries its own title.
                         ui[PLOT_SLOTS[name]] = gr.Image(
                             shown.plots.get(name), show_label=False, alt_text=prose.PLOT_TITLES.get(name, name),

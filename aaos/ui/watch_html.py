@@ -29,14 +29,15 @@ def _score(value: Any) -> str:
     return "—" if value is None else f"{float(value):.3f}"
 
 
-def recorded_result(result: Mapping[str, Any]) -> str:
-    """A result record's scores: the final score, its components, the penalty and the hard violations."""
+def recorded_result(result: Mapping[str, Any], who: str) -> str:
+    """A result record's scores: the final score, its components, the penalty and the hard violations; `who` is
+    the policy as the Space names it."""
     components = {k: _score(v) for k, v in (result.get("components") or {}).items()}
     return (f'<div class="aaos-section" id="aaos-replay-result"><h4>{esc(words.RESULT_TITLE)}</h4>'
             + stats([stat("Final score", _score(result.get("score")), f"{result.get('steps', '—')} steps"),
                      stat("Penalty", _score(result.get("penalty"))),
                      stat("Hard violations", esc(result.get("hard_violations", "—"))),
-                     stat("Policy", esc(result.get("policy")), str(result.get("split") or ""))],
+                     stat("Policy", esc(who), str(result.get("split") or ""))],
                     "aaos-replay-result-stats")
             + chips(components) + "</div>")
 

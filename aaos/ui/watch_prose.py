@@ -62,7 +62,6 @@ ARENA_LOCAL_REPLAYED = ("{problem}. This lane replays the model's committed eval
 ARENA_OTHER_VERSIONS = " Not comparable with the live lanes: {why}."
 ARENA_LOCAL_MISSING = ("{problem}. No committed evaluation episode of it matches this episode; the committed ones "
                        "are: {episodes}.")
-FINE_TUNED = "{label}, fine-tuned"
 ARENA_STARTS_ON_STEP = ("No step yet: the local model's server starts on the first step (a minute the first "
                         "time), then each step takes seconds.")
 ARENA_NEEDS_TWO = "Choose at least two agents for the arena (lanes set to none are left out)."

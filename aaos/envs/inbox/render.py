@@ -117,9 +117,8 @@ def report(state: Mapping[str, Any]) -> str:
     columns = [*CATEGORIES, "none", "open"]
     rows = [[f"<b>{esc(true)}</b>", *(str(matrix[true][c]) if true != c else f"<b>{matrix[true][c]}</b>"
                                        for c in columns)] for true in CATEGORIES]
-    missed = [f"<code>{esc(e['id'])}</code> {esc(e['subject'])} <small>({esc(e['status'])}, labelled "
-              f"{esc(e['priority'])}, should be {esc(e['true_outcome'])})</small>"
-              for e in emails if e["urgent"] and not handled_urgently_state(e, state["max_steps"])]
+    missed = [f"<code>{esc(e['id'])}</code> {esc(e['subject'])} <small>({esc(missed_because(e, state['max_steps']))})"
+              "</small>" for e in emails if e["urgent"] and not handled_urgently_state(e, state["max_steps"])]
     violations = [f"{pill(v['severity'], v['severity'])} step {esc(v['step'])} {esc(v['rule'])}: {esc(v['detail'])} "
                   f"<small>penalty {esc(v['penalty'])}</small>"
                   for v in state["violations"]]
@@ -127,7 +126,7 @@ def report(state: Mapping[str, Any]) -> str:
         "Emails": str(len(emails)),
         "Closed": str(sum(e["status"] != "open" for e in emails)),
         "Closed right": str(sum(e["status"] == e["true_outcome"] for e in emails)),
-        "Escalations": f"{state['escalations']} of {state['escalation_budget']}",
+        "Escalation budget used": f"{state['escalations']} of {state['escalation_budget']}",
         "Penalty": f"{state['penalty']:.4f}",
     }
     return ('<div class="aaos-world" id="aaos-report">'
@@ -136,6 +135,21 @@ def report(state: Mapping[str, Any]) -> str:
             + section("Missed urgent emails", items(missed, "No urgent email missed."), len(missed))
             + section("Violations", items(violations, "No violations."), len(violations))
             + "</div>")
+
+
+def missed_because(email: Mapping[str, Any], max_steps: int) -> str:
+    """Why an urgent email was not handled in time (handled_urgently_state): each of its outcome, its priority and
+    when it closed that fell short."""
+    reasons = []
+    if email["status"] == "open":
+        reasons.append(f"still open, should be {email['true_outcome']}")
+    elif email["status"] != email["true_outcome"]:
+        reasons.append(f"{email['status']}, should be {email['true_outcome']}")
+    if email["priority"] != "high":
+        reasons.append(f"priority {email['priority'] or 'not set'}, should be high")
+    if email["closed_step"] is not None and email["closed_step"] >= max_steps / 2:
+        reasons.append(f"closed at step {email['closed_step']}: urgent emails must close before step {max_steps / 2:g}")
+    return "; ".join(reasons)
 
 
 def handled_urgently_state(email: Mapping[str, Any], max_steps: int) -> bool:
