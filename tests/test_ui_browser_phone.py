@@ -1,7 +1,7 @@
 """The Space on a phone (390 x 844), in a real browser: the header whole, the Arena's message across the screen over
 its buttons, the end-of-episode report's panels one under the other, and the leaderboard without sideways
-scrolling. One `python app.py` on a loopback port for the module, Playwright with Debian's Chromium; screenshots go
-to artifacts/.
+scrolling; and at a desktop's 1280 px, the Arena's lanes and the Replay's logs read whole. One `python app.py` on a
+loopback port for the module, Playwright with Debian's Chromium; screenshots go to artifacts/.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, ViewportSize, expect
-from ui_fixtures import ARTIFACTS, pick, running_space, set_delay
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
+from ui_fixtures import ARTIFACTS, open_page, pick, running_space, set_delay
 
 VIEWPORT: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
 STARTUP_S = 600
 """How long the Space may take to answer: minutes on a machine whose cores the slow tier keeps busy."""
 
@@ -88,3 +89,23 @@ def test_the_leaderboard_shows_the_mean_score_without_scrolling_sideways(page: P
         assert cell["x"] >= 0 and cell["x"] + cell["width"] <= VIEWPORT["width"], cell
     assert abs(title["x"] - value["x"]) < 2  # the column's title stands over its value
     page.screenshot(path=str(ARTIFACTS / "ui_phone_leaderboard.png"), full_page=True)
+
+
+def test_at_1280_the_arena_lanes_and_the_replay_logs_read_whole(browser: Browser, space_url: str) -> None:
+    """At a desktop's 1280 px: an Arena lane shows its agent's whole name, and a Replay log's column titles wrap
+    between words at most (not letter by letter: "Ste p")."""
+    page = open_page(browser, space_url, DESKTOP)
+    try:
+        page.get_by_role("tab", name="Arena", exact=True).click()
+        expect(page.locator("#aaos-arena-message")).to_contain_text("New arena")
+        for lane in page.locator('[id^="aaos-arena-agent-"] input').all():
+            assert not scrolls_sideways(lane), lane.input_value()
+        page.get_by_role("tab", name="Replay", exact=True).click()
+        expect(page.locator("#aaos-replay-note")).to_contain_text("Loaded")
+        for table in ("#aaos-replay-actions", "#aaos-replay-oversight"):
+            lines = page.locator(f"{table} thead th").evaluate_all(
+                "cells => cells.map(cell => cell.getBoundingClientRect().height"
+                " / parseFloat(getComputedStyle(cell).lineHeight || '16'))")
+            assert lines and max(lines) < 4, (table, lines)
+    finally:
+        page.context.close()

@@ -72,7 +72,7 @@ def build(ui: Ui, env_id: str) -> None:
         # inside the tab: a State among the gr.Tabs' children shifts Gradio's tab buttons by one
         ui["arena"] = gr.State(None, time_to_live=SESSION_TTL_S, delete_callback=close_arena)
         gr.Markdown(words.ARENA_INTRO, elem_classes=["aaos-help"])
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=True, elem_id="aaos-arena-lane-agents"):
             choices = [*AGENTS, ("— none —", words.ARENA_NONE)]
             for i, name in enumerate(LANES):
                 ui[name] = gr.Dropdown(choices, value=DEFAULT_LANES[i], label=f"Lane {i + 1}", min_width=150,
