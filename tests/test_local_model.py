@@ -20,8 +20,8 @@ import aaos
 from aaos.agents import local_model
 from aaos.agents.llm import LLMPolicy
 from aaos.agents.local_model import MODEL_NAME, missing, shared_server
-from aaos.policies import LOCAL_UNTRAINED
-from aaos.ui import agents, benchmark
+from aaos.policies import LOCAL_UNTRAINED, display_name
+from aaos.ui import agents
 
 MAX_STEPS = next(t["max_steps"] for t in aaos.list_tasks() if t["id"] == "org_simulation")
 
@@ -50,7 +50,7 @@ def test_the_space_benchmark_ranks_the_champion_random_and_the_local_model() -> 
                          mode="per_role")[-1]
     assert "Done: 3 episodes" in last["bench_status"], last["bench_status"]
     board = html_table(last["leaderboard"])
-    assert {row["Policy"] for row in board} == {"Champion", "Random", benchmark.NAMES[LOCAL_UNTRAINED]}
+    assert {row["Policy"] for row in board} == {display_name(p) for p in ("heuristic", "random", LOCAL_UNTRAINED)}
     assert board[0]["Policy"] == "Champion"
     results = next(Path(p) for p in last["bench_files"]["value"] if Path(p).name == "results.jsonl")
     local = [r for r in map(json.loads, results.read_text(encoding="utf-8").splitlines())

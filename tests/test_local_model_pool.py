@@ -12,24 +12,29 @@ from aaos.agents.local_model import (
     MAX_SERVERS_VARIABLE,
     UNRESPONSIVE,
     Activity,
-    least_used,
     pool_limits,
+    stoppable,
 )
 
 
 def test_the_server_idle_longest_makes_room() -> None:
     loads = {"untrained": Activity(0, 30.0), "org": Activity(0, 95.5), "inbox": Activity(0, 2.0)}
-    assert least_used(loads) == "org"
+    assert stoppable(loads) == ["org", "untrained", "inbox"]
+
+
+def test_the_untrained_models_server_makes_room_too() -> None:
+    """Its key is None (no adapter), which must not read as "nothing to stop"."""
+    assert stoppable({None: Activity(0, 3.0)}) == [None]
 
 
 def test_a_server_serving_a_request_is_never_stopped_however_long_the_others_idled() -> None:
     loads = {"untrained": Activity(1, 0.0), "org": Activity(0, 4.0), "inbox": Activity(3, 0.0)}
-    assert least_used(loads) == "org"
-    assert least_used({"untrained": Activity(1, 0.0), "inbox": Activity(2, 0.0)}) is None
+    assert stoppable(loads) == ["org"]
+    assert stoppable({"untrained": Activity(1, 0.0), "inbox": Activity(2, 0.0)}) == []
 
 
 def test_a_server_that_does_not_say_its_load_goes_first() -> None:
-    assert least_used({"untrained": Activity(0, 10_000.0), "org": UNRESPONSIVE}) == "org"
+    assert stoppable({"untrained": Activity(0, 10_000.0), "org": UNRESPONSIVE})[0] == "org"
 
 
 def test_the_limits_default_and_read_their_variables() -> None:

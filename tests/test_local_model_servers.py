@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser
-from ui_fixtures import ARTIFACTS, ROOT, free_port, open_page, pick, wait_until
+from ui_fixtures import ARTIFACTS, ROOT, open_page, pick, start_space, wait_until
 
 from aaos.agents import local_model
 from aaos.agents.local_model import IDLE_VARIABLE, MAX_SERVERS_VARIABLE, MODEL_NAME, missing, shared_server
@@ -131,14 +131,8 @@ def test_a_model_server_ends_with_the_process_that_started_it(ending: signal.Sig
 
 def test_the_space_leaves_no_model_server_after_sigterm(browser: Browser) -> None:
     """`python app.py`, its local agent started from the Play tab, then SIGTERM (as a container host stops it)."""
-    port = free_port()
-    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
-    log = ARTIFACTS / "ui_model_servers.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as out:
-        space = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    space, url = start_space(ARTIFACTS / "ui_model_servers.log")
     try:
-        url = f"http://127.0.0.1:{port}"
         page = open_page(browser, url, {"width": 1280, "height": 800})
         pick(page, "aaos-policy", agents.label("local-untrained"))
         page.locator("#aaos-run").click()

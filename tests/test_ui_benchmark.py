@@ -21,6 +21,7 @@ import aaos
 from aaos.bench import paired
 from aaos.bench.stats import SUCCESS_THRESHOLD, summarise
 from aaos.core.seeding import salt_fingerprint, salted
+from aaos.policies import display_name
 from aaos.ui import benchmark, benchmark_tab, formatting, wiring
 from aaos.ui.play_tab import episode_choices
 
@@ -37,6 +38,7 @@ def replayed_score(policy_name: str, scenario: str, seed: int) -> float:
 
 
 SALT = "the-run-s-secret-salt"
+CHAMPION, RANDOM, NOOP = (display_name(name) for name in ("heuristic", "random", "noop"))
 
 
 COMPONENTS = ["Business success", "Collaboration", "Risk management", "Efficiency", "Adaptability"]
@@ -64,21 +66,21 @@ def test_one_episode_each_cannot_tell_champion_and_random_apart_and_files_chart_
     board = html_table(last["leaderboard"])
     assert list(board[0]) == board_columns()  # no model columns
     assert [(r["#"], r["Policy"], r["Split"], r["Episodes"]) for r in board] == [  # 1 or 2 episodes: a tie
-        ("1", "Champion", "salted holdout", "2"), ("1", "Random", "salted holdout", "2"),
-        ("1", "Champion", "train", "1"), ("1", "Random", "train", "1")]
+        ("1", CHAMPION, "salted holdout", "2"), ("1", RANDOM, "salted holdout", "2"),
+        ("1", CHAMPION, "train", "1"), ("1", RANDOM, "train", "1")]
     assert "with 2 episodes, every difference is noise (a paired test needs 6 or more)" in last["bench_noise"]
     assert "1 paired episode cannot tell 2 policies apart (1 pair, Holm-corrected: it takes 6 or more)" in \
         last["bench_noise"]
     pairs = last["bench_pairs"]
     assert list(pairs.columns) == list(benchmark.PAIRWISE_COLUMNS)
     assert [(*row[1:4], row[-1]) for row in pairs.itertuples(index=False)] == [
-        ("Champion", "Random", "2", "no"), ("Champion", "Random", "1", "no")]
+        (CHAMPION, RANDOM, "2", "no"), (CHAMPION, RANDOM, "1", "no")]
     files = files_of(last)
     records = [json.loads(line) for line in files["results.jsonl"].read_text(encoding="utf-8").splitlines()]
     played = {"train": [("product_launch_failure", 0)],
               "salted holdout": [("product_launch_failure", 10_000), ("vendor_outage_cascade", 10_000)]}
     for row in board:  # each row is exactly its episodes replayed in process, the holdout ones with the run's salt
-        name = {"Champion": "heuristic", "Random": "random"}[row["Policy"]]
+        name = {CHAMPION: "heuristic", RANDOM: "random"}[row["Policy"]]
         with salted(SALT):
             scores = [replayed_score(name, scenario, seed) for scenario, seed in played[row["Split"]]]
         assert row["Mean score"] == f"{statistics.mean(scores):.3f}"
@@ -86,14 +88,14 @@ def test_one_episode_each_cannot_tell_champion_and_random_apart_and_files_chart_
         efficiency = [r["components"]["efficiency"] for r in records if (r["policy"], r["split_label"]) == (
             name, row["Split"])]
         assert row["Efficiency"] == f"{statistics.mean(efficiency):.3f}" and len(efficiency) == len(scores)
-    assert all(float(row["Mean score"]) >= 0.6 for row in board if row["Policy"] == "Champion")
+    assert all(float(row["Mean score"]) >= 0.6 for row in board if row["Policy"] == CHAMPION)
     public = [replayed_score("heuristic", scenario, seed) for scenario, seed in played["salted holdout"]]
     assert board[0]["Mean score"] != f"{statistics.mean(public):.3f}"  # not the public holdout's episodes
 
     chart = last["bench_chart"]
     assert isinstance(chart, go.Figure) and {trace.name for trace in chart.data} == {"train", "salted holdout"}
-    assert all(list(trace.x) == ["Champion", "Random"] for trace in chart.data)
-    assert "Random vs the champion" in last["gate"] and "no promote" in last["gate"]
+    assert all(list(trace.x) == [CHAMPION, RANDOM] for trace in chart.data)
+    assert f"{RANDOM} vs the champion" in last["gate"] and "no promote" in last["gate"]
 
     assert set(files) == {"results.jsonl", "leaderboard.csv"}
     assert all(path.is_relative_to(session.workdir()) for path in files.values())
@@ -115,7 +117,7 @@ def test_a_second_benchmark_writes_a_new_folder_and_the_candidate_can_change() -
     last = run_benchmark(session, policies=("heuristic", "noop"), candidate="noop")[-1]
     second = files_of(last)
     assert first["results.jsonl"].parent != second["results.jsonl"].parent and first["results.jsonl"].exists()
-    assert "Do nothing vs the champion" in last["gate"]
+    assert f"{NOOP} vs the champion" in last["gate"]
     gate = benchmark_tab.choose_candidate(session, "random")["gate"]
     assert "Random legal actions was not part of this run" in gate
     gate = benchmark_tab.choose_candidate(session, "openai")["gate"]
@@ -127,7 +129,7 @@ def test_a_second_benchmark_writes_a_new_folder_and_the_candidate_can_change() -
 def test_without_the_champion_the_gate_says_what_it_needs() -> None:
     last = run_benchmark(reset()["session"], policies=("random", "noop"))[-1]
     assert "tick Champion (heuristic)" in last["gate"]
-    assert {row["Policy"] for row in html_table(last["leaderboard"])} == {"Random", "Do nothing"}
+    assert {row["Policy"] for row in html_table(last["leaderboard"])} == {RANDOM, NOOP}
 
 
 BAD = [
@@ -215,7 +217,7 @@ def test_a_model_benchmark_shows_its_calls_in_the_leaderboard_and_the_gate() -> 
     model = {row["Split"]: row for row in board if row["Policy"] == "fake-model"}
     assert {split: (row["Fallbacks"], row["Tokens"]) for split, row in model.items()} == {
         "salted holdout": ("0 %", "600"), "train": ("0 %", "300")}
-    assert {row["Tokens"] for row in board if row["Policy"] == "Champion"} == {"—"}
+    assert {row["Tokens"] for row in board if row["Policy"] == CHAMPION} == {"—"}
     assert "fake-model vs the champion" in last["gate"]
     endpoint = session.benchmark.plan.endpoint if session.benchmark else None
     assert endpoint is not None and (endpoint.model, endpoint.mode, endpoint.api_key) == ("fake-model", "joint",
@@ -236,8 +238,8 @@ def test_the_leaderboard_names_the_environment_versions_and_ranks_each_apart() -
     rows = summarise(records)
     board = html_table(formatting.leaderboard(benchmark.ranked(rows, paired.standings(rows, records))))
     assert [(r["#"], r["Policy"], r["Env"]) for r in board] == [
-        ("1", "Random", "org v1 · reward v2"), ("2", "Champion", "org v1 · reward v2"),
-        ("1", "Champion", "org v2 · reward v2"), ("2", "Random", "org v2 · reward v2")]
+        ("1", RANDOM, "org v1 · reward v2"), ("2", CHAMPION, "org v1 · reward v2"),
+        ("1", CHAMPION, "org v2 · reward v2"), ("2", RANDOM, "org v2 · reward v2")]
     old = [episode("heuristic", seed, 0.7, None) for seed in range(2)]
     old_rows = summarise(old)
     assert html_table(formatting.leaderboard(benchmark.ranked(old_rows, paired.standings(old_rows, old))))[0][
@@ -250,7 +252,7 @@ def test_a_model_whose_actions_all_fell_back_is_shown_unranked_not_ranked_as_the
         updates = run_benchmark(session, policies=("heuristic", "openai"), scenarios=("product_launch_failure",),
                                 splits=("train",), model="fake-model", base_url=url, token="t")
     board = {row["Policy"]: row for row in html_table(updates[-1]["leaderboard"])}
-    assert board["Champion"]["#"] == "1" and board["Champion"]["Ranked"] == "yes"
+    assert board[CHAMPION]["#"] == "1" and board[CHAMPION]["Ranked"] == "yes"
     assert board["fake-model"]["#"] == "—" and board["fake-model"]["Ranked"].startswith("unranked: ")
     assert "decided by fallbacks" in board["fake-model"]["Ranked"]
 
@@ -285,10 +287,10 @@ def test_three_policies_on_twelve_paired_episodes_land_in_three_rank_groups_with
                          splits=("train",), episodes=3, candidate="noop")[-1]
     board = html_table(last["leaderboard"])
     assert [(r["#"], r["Policy"], r["Episodes"]) for r in board] == [
-        ("1", "Champion", "12"), ("2", "Random", "12"), ("3", "Do nothing", "12")]
+        ("1", CHAMPION, "12"), ("2", RANDOM, "12"), ("3", NOOP, "12")]
     pairs = last["bench_pairs"]
     assert [(row[1], row[2], row[-1]) for row in pairs.itertuples(index=False)] == [
-        ("Champion", "Random", "yes"), ("Champion", "Do nothing", "yes"), ("Random", "Do nothing", "yes")]
+        (CHAMPION, RANDOM, "yes"), (CHAMPION, NOOP, "yes"), (RANDOM, NOOP, "yes")]
     assert all(float(row[4]) > 0 for row in pairs.itertuples(index=False))  # better minus worse
     org = aaos.spec("org")
     assert (f"org v{org.version} (reward v{org.reward_version}), train, org_simulation: with 12 episodes, "
@@ -302,15 +304,15 @@ TRAIN_SCENARIOS = {s.id for s in aaos.spec("org").scenarios if s.split == "train
 def test_the_gate_candidate_follows_the_ticked_policies() -> None:
     follow = benchmark_tab.follow_policies
     assert follow(["heuristic", "random", "noop"], "noop")["bench_candidate"] == {
-        "__type__": "update", "choices": [("Random legal actions", "random"), ("Do nothing (no_op)", "noop")],
+        "__type__": "update", "choices": [(RANDOM, "random"), (NOOP, "noop")],
         "value": "noop"}
     unticked = follow(["heuristic", "noop"], "random")["bench_candidate"]
-    assert unticked["choices"] == [("Do nothing (no_op)", "noop")] and unticked["value"] == "noop"
+    assert unticked["choices"] == [(NOOP, "noop")] and unticked["value"] == "noop"
     assert follow(["heuristic"], "random")["bench_candidate"]["value"] is None
     assert follow(["noop", "random"], None)["bench_candidate"]["value"] == "random"  # the default, when ticked
     updates = run_benchmark(reset()["session"], policies=("heuristic", "noop"), candidate="random")
     assert updates[0]["bench_candidate"]["value"] == "noop"  # never a policy that is not part of the run
-    assert "Do nothing vs the champion" in updates[-1]["gate"] and "not part of this run" not in updates[-1]["gate"]
+    assert f"{NOOP} vs the champion" in updates[-1]["gate"] and "not part of this run" not in updates[-1]["gate"]
     alone = run_benchmark(reset()["session"], policies=("heuristic",), candidate="random")
     assert alone[0]["bench_candidate"]["value"] is None and "tick another policy" in alone[-1]["gate"]
 
@@ -326,7 +328,7 @@ def test_the_progress_line_counts_steps_of_the_episodes_in_flight(tmp_path: Path
     run._step(second, 3)
     line = benchmark_tab._progress(run)
     assert "15 of 80 steps" in line and 'width:19%' in line  # the bar moves with the steps, not only episodes
-    assert "Playing Champion, " in line and "seed 0: step 12 of 20 (and 1 more episode in flight)." in line
+    assert f"Playing {CHAMPION}, " in line and "seed 0: step 12 of 20 (and 1 more episode in flight)." in line
     run._progress(1, 4, {"policy": first.policy, "env": "org", "task": first.task, "scenario": first.scenario,
                          "seed": first.seed, "score": 0.9, "error": None, "llm": None})
     line = benchmark_tab._progress(run)

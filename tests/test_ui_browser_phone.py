@@ -15,13 +15,11 @@ from ui_fixtures import ARTIFACTS, open_page, pick, running_space, set_delay
 
 VIEWPORT: ViewportSize = {"width": 390, "height": 844}
 DESKTOP: ViewportSize = {"width": 1280, "height": 800}
-STARTUP_S = 600
-"""How long the Space may take to answer: minutes on a machine whose cores the slow tier keeps busy."""
 
 
 @pytest.fixture(scope="module")
 def space_url() -> Iterator[str]:
-    yield from running_space(ARTIFACTS / "ui_phone_server.log", timeout=STARTUP_S)
+    yield from running_space(ARTIFACTS / "ui_phone_server.log")
 
 
 def box(locator: Locator) -> dict[str, float]:

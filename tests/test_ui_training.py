@@ -177,9 +177,10 @@ def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bar
             ax = made["components.png"].axes[0]
             renderer = made["components.png"].canvas.get_renderer()
             assert ax.get_legend().get_window_extent(renderer).y1 < ax.get_window_extent(renderer).y0
-            assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "SmolLM2 SFT+DAgger, any legal call"
-            names = [t.get_text() for t in made["holdout.png"].axes[0].get_xticklabels()]
-            assert names[-1] == "SFT+DAgger, any legal" and "champion" in names
+            assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == f"{names.FINE_TUNED}, any legal call"
+            assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 12  # read at half size
+            ticks = [t.get_text() for t in made["holdout.png"].axes[0].get_xticklabels()]
+            assert ticks[-1] == "fine-tuned, any legal" and "champion" in ticks
             loss = made["sft_loss.png"].axes[0]  # DAgger's loss goes on from SFT's last step
             assert [list(line.get_xdata()) for line in loss.get_lines()] == [[1, 2, 3, 4, 5], [6, 7, 8]]
         finally:

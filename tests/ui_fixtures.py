@@ -149,9 +149,13 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def running_space(log: Path, timeout: float = 90, **variables: str) -> Iterator[str]:
-    """Run `python app.py` (with these extra environment variables) on a free loopback port; yields its base URL
-    and stops it afterwards."""
+STARTUP_S = 600
+"""How long the Space may take to answer: minutes on a machine whose cores the slow tier keeps busy."""
+
+
+def start_space(log: Path, timeout: float = STARTUP_S, **variables: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `python app.py` (with these extra environment variables) on a free loopback port and wait until it
+    answers; returns the process and its base URL (the caller stops it)."""
     port = free_port()
     env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
                GRADIO_ANALYTICS_ENABLED="False", **variables)
@@ -159,18 +163,30 @@ def running_space(log: Path, timeout: float = 90, **variables: str) -> Iterator[
     with log.open("w") as out:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: process.poll() is not None or _healthy(url), timeout, "the Space to answer /health")
+        assert process.poll() is None, f"the Space exited early; see {log}"
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process, url
+
+
+def running_space(log: Path, timeout: float = STARTUP_S, **variables: str) -> Iterator[str]:
+    """Run `python app.py` (with these extra environment variables) on a free loopback port; yields its base URL
+    and stops it afterwards."""
+    process, url = start_space(log, timeout, **variables)
+    try:
+        yield url
+    finally:
+        process.terminate()
         try:
-            wait_until(lambda: process.poll() is not None or _healthy(url), timeout, "the Space to answer /health")
-            assert process.poll() is None, f"the Space exited early; see {log}"
-            yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 # Browser tests ---------------------------------------------------------------------------------------------------

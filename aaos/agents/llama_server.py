@@ -72,7 +72,8 @@ class FreshLlama(llama_cpp.Llama):
 
 
 class Activity:
-    """When the server last served a request, and how many it is serving (ACTIVITY_PATH reports them)."""
+    """When the server last served a request, and how many model calls it is serving (ACTIVITY_PATH reports
+    them)."""
 
     def __init__(self) -> None:
         self.in_flight = 0
@@ -82,13 +83,15 @@ class Activity:
     async def track(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if request.url.path == ACTIVITY_PATH:
             return await call_next(request)
+        # only a model call (a POST) is work that stopping the server would break; any request is use
+        serving = int(request.method == "POST")
         with self.lock:
-            self.in_flight += 1
+            self.in_flight += serving
         try:
             return await call_next(request)
         finally:
             with self.lock:
-                self.in_flight -= 1
+                self.in_flight -= serving
                 self.last = time.monotonic()
 
     def report(self) -> dict[str, float]:
@@ -128,6 +131,7 @@ def serve(argv: Sequence[str] | None = None) -> None:
         threading.Thread(target=end_when_idle, args=(server, activity, args.idle_s), name="end-when-idle",
                          daemon=True).start()
     server.run()
+    os._exit(0)  # at once: llama.cpp aborts when the interpreter frees the model at exit
 
 
 if __name__ == "__main__":

@@ -148,11 +148,11 @@ UNRESPONSIVE = Activity(in_flight=0, idle_s=math.inf)
 """The load taken for a server that does not say its own: the first to stop."""
 
 
-def least_used(activities: Mapping[K, Activity]) -> K | None:
-    """The server to stop to make room: of those serving no request, the one idle longest; None if all are
-    serving (stopping one would break the runs using it)."""
+def stoppable(activities: Mapping[K, Activity]) -> list[K]:
+    """The servers that may be stopped to make room, idle longest first: those serving no request (stopping one
+    that serves would break the run using it)."""
     idle = {key: activity.idle_s for key, activity in activities.items() if activity.in_flight == 0}
-    return max(idle, key=idle.__getitem__) if idle else None
+    return sorted(idle, key=idle.__getitem__, reverse=True)
 
 
 def pool_limits(environ: Mapping[str, str] | None = None) -> tuple[int, float]:
@@ -272,11 +272,11 @@ def shared_server(lora: Path | None = None) -> LocalModelServer:
         for key in [key for key, other in _shared.items() if key == lora or not other.running]:
             _shared.pop(key).stop()
         while len(_shared) >= limit:
-            key = least_used({key: other.activity() or UNRESPONSIVE for key, other in _shared.items()})
-            if key is None:
+            idle = stoppable({key: other.activity() or UNRESPONSIVE for key, other in _shared.items()})
+            if not idle:
                 raise RuntimeError(f"all {limit} local model servers are serving requests; try again when a run "
                                    f"ends, or allow more with {MAX_SERVERS_VARIABLE}")
-            _shared.pop(key).stop()
+            _shared.pop(idle[0]).stop()
         server = _shared[lora] = LocalModelServer(lora=lora, idle_s=idle_s).start()
         return server
 

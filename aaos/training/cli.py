@@ -199,7 +199,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--task", help="task id (default: the environment's default task)")
     p.add_argument("--preset", choices=tuple(PRESETS), default="cpu",
                    help="cpu: ~45 minutes on 2 cores (SFT, DAgger); cpu-long: <= 150 minutes on 2 cores (decision-"
-                        "weighted SFT, DAgger, two RFT rounds); gpu: an accelerator; mini: every stage on a sliver "
+                        "weighted SFT, DAgger, a round of RFT); gpu: an accelerator; mini: every stage on a sliver "
                         "(tests)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/train/model"), help="the run folder (datasets, adapters, "

@@ -18,26 +18,42 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aaos.policies import LOCAL_TRAINED, LOCAL_UNTRAINED, display_name
+
 PLOTS = ("sft_loss.png", "reward.png", "holdout.png", "components.png")
 LEGAL = "_legal"
 """The suffix of the final model's second evaluation, decoding every legal call (aaos.training.pipeline)."""
-LABELS = {"noop": "noop", "random": "random", "heuristic": "champion", "untrained": "SmolLM2 untrained",
-          "sft": "SmolLM2 SFT", "dagger": "SmolLM2 SFT+DAgger", "rft": "SmolLM2 +RFT", "grpo": "SmolLM2 +GRPO"}
-"""How a policy of the evaluation is named in the plots and the Space (`label` adds the `_legal` runs)."""
+STAGE_NAMES = {"sft": "SFT", "dagger": "DAgger", "rft": "RFT", "grpo": "GRPO"}
+"""The training stages as people read them (loss curves; the model of a stage before the final one)."""
+UNTRAINED = "untrained"
+"""A training evaluation's name for the local model before training."""
+SHORT = {"noop": "noop", "random": "random", "heuristic": "champion", UNTRAINED: "untrained"}
+"""Under the holdout plot's bars, where full names would overlap."""
+
+
+def label(policy: str, final: str | None = None, short: bool = False) -> str:
+    """How a policy of a training evaluation is named in the plots, the tables and the Space: the final stage's model
+    is the fine-tuned local model the project ships, an earlier stage's model "SmolLM2-135M after SFT", the rest by
+    the policy catalogue's names (aaos.policies.display_name); `short` under the holdout plot's bars.
+    `<final>_legal` is the final model decoding every legal call, not only those the guardrail admits."""
+    model = policy.removesuffix(LEGAL)
+    if model == final:
+        name = "fine-tuned" if short else display_name(LOCAL_TRAINED)
+    elif model == UNTRAINED:
+        name = SHORT[model] if short else display_name(LOCAL_UNTRAINED)
+    elif model in STAGE_NAMES:
+        name = f"after {STAGE_NAMES[model]}" if short else f"SmolLM2-135M after {STAGE_NAMES[model]}"
+    else:
+        name = SHORT.get(model, model) if short else display_name(model)
+    if model == policy:
+        return name
+    return f"{name}, any legal" if short else f"{name}, any legal call"
+
+
 COLORS = {"noop": "#9ca3af", "random": "#6b7280", "heuristic": "#374151", "untrained": "#f59e0b", "sft": "#2563eb",
           "dagger": "#16a34a", "rft": "#db2777", "grpo": "#7c3aed"}
 """One colour per policy, the same in every plot (grey for the baselines); a `_legal` run is drawn in its model's
 colour, lighter; another policy gets matplotlib's."""
-
-
-def label(policy: str, short: bool = False) -> str:
-    """A policy's name in the plots and the Space; `short`, under the holdout plot's bars, where long ones would
-    overlap. `<model>_legal` is the final model decoding every legal call, not only those the guardrail admits."""
-    model = policy.removesuffix(LEGAL)
-    name = LABELS.get(model, model)
-    if model == policy:
-        return name
-    return f"{name.removeprefix('SmolLM2 ')}, any legal" if short else f"{name}, any legal call"
 
 
 def color(policy: str) -> str | tuple[float, float, float, float] | None:
@@ -51,7 +67,7 @@ def color(policy: str) -> str | tuple[float, float, float, float] | None:
 
     return to_rgba(COLORS[model], 0.45)
 FONTS = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11, "ytick.labelsize": 11,
-         "legend.fontsize": 11}
+         "legend.fontsize": 12}
 DPI = 110
 
 
@@ -100,13 +116,13 @@ def figures(run_dir: Path) -> dict[str, Any]:
     with plt.rc_context(FONTS):
         fig, ax = plt.subplots(figsize=(6.4, 4))
         steps, loss = _series(_csv(run_dir / "sft_log.csv"), "loss")
-        ax.plot(steps, loss, marker=".", color=COLORS["sft"], label=LABELS["sft"])
+        ax.plot(steps, loss, marker=".", color=COLORS["sft"], label=STAGE_NAMES["sft"])
         last = steps[-1] if steps else 0.0
         for stage in ("dagger", "rft"):  # each stage's steps go on from the one before
             more, stage_loss = _series(_csv(run_dir / f"{stage}_log.csv"), "loss")
             if more:
                 ax.plot([last + step for step in more], stage_loss, marker=".", color=COLORS[stage],
-                        label=LABELS[stage])
+                        label=STAGE_NAMES[stage])
                 last += more[-1]
         if ax.get_legend_handles_labels()[0][1:]:
             ax.legend(frameon=False)
@@ -143,7 +159,7 @@ def figures(run_dir: Path) -> dict[str, Any]:
         means = [row["mean_score"] for row in rows]
         errors = [[m - row["ci_low"] for m, row in zip(means, rows, strict=True)],
                   [row["ci_high"] - m for m, row in zip(means, rows, strict=True)]]
-        bars = ax.bar([label(p, short=True) for p in policies], means, yerr=errors, capsize=4,
+        bars = ax.bar([label(p, summary["final"], short=True) for p in policies], means, yerr=errors, capsize=4,
                       color=[color(p) for p in policies])
         for bar, row in zip(bars, rows, strict=True):
             if row.get("valid_action_rate") is not None:
@@ -159,7 +175,7 @@ def figures(run_dir: Path) -> dict[str, Any]:
         width = 0.8 / max(1, len(rows))
         for index, policy in enumerate(policies):
             ax.bar([i + index * width for i in range(len(components))],
-                   [rows[index].get(c) or 0.0 for c in components], width=width, label=label(policy),
+                   [rows[index].get(c) or 0.0 for c in components], width=width, label=label(policy, summary["final"]),
                    color=color(policy))
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(components))],
                       [c.removeprefix("mean_").replace("_", "\n") for c in components])

@@ -20,7 +20,7 @@ from aaos.bench import paired
 from aaos.bench.paired import Standing, plural
 from aaos.bench.runner import read_records
 from aaos.data import data_dir
-from aaos.training.plots import LEGAL, label
+from aaos.training.plots import LEGAL, STAGE_NAMES, label
 
 RESULTS = data_dir("results") / "training"
 DOCUMENTS = ("README.md", "docs/training.md")
@@ -68,6 +68,11 @@ def _minutes(summary: Summary) -> str:
     return f"{sum(s for s in summary['stage_seconds'].values() if s is not None) / 60:.0f} min"
 
 
+def _stages(summary: Summary) -> str:
+    """The stages that made the run's final model ("SFT+DAgger+RFT")."""
+    return "+".join(STAGE_NAMES[stage] for stage in summary["trained"])
+
+
 def _final(summary: Summary) -> str:
     """How the run's final model is marked: shipped where its adapter is published (it beats the untrained model,
     CIs apart), else said not to be."""
@@ -77,17 +82,18 @@ def _final(summary: Summary) -> str:
 def overview(found: Mapping[str, Summary]) -> str:
     """One row per environment: the baselines, the model untrained and as trained, the verdict and the time."""
     lines = ["| environment, task | episodes a policy | noop | random | champion | untrained | trained model "
-             "(95 % CI) | beats random | hard violations / episode (trained) | one command on 2 cores |",
+             "(95 % CI) | beats random | hard violations / episode (trained) | one command on 2 cores (preset) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for env, summary in found.items():
         rows = _rows(summary)
         final = rows[summary["final"]]
-        name = label(summary["final"]) + ("" if summary["beats_untrained"] else f", {_final(summary)}")
+        name = f"{label(summary['final'], summary['final'])}, {_stages(summary)}" + (
+            "" if summary["beats_untrained"] else f", {_final(summary)}")
         lines.append(
             f"| {env}, {summary['task']} | {final['episodes']} | {_score(rows['noop'], False)} | "
             f"{_score(rows['random'])} | {_score(rows['heuristic'], False)} | {_score(rows['untrained'], False)} | "
             f"**{_score(final)}** ({name}) | {'yes' if summary['beats_random'] else 'no'} | "
-            f"{final['hard_violations_per_episode']:.2f} | {_minutes(summary)} |")
+            f"{final['hard_violations_per_episode']:.2f} | {_minutes(summary)} ({summary['preset']}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -99,7 +105,7 @@ def detail(summary: Summary, standing: Standing) -> str:
     lines = ["| rank | policy | holdout score (95 % CI) | valid actions | hard violations / episode | s / episode | "
              + " | ".join(components) + " |", "|---" * (6 + len(components)) + "|"]
     for row in summary["holdout"]:
-        name = label(row["policy"])
+        name = label(row["policy"], summary["final"])
         final = row["policy"] == summary["final"]
         seconds = "—" if row["valid_action_rate"] is None else f"{row['mean_episode_s']:.0f}"
         means = " | ".join("—" if row.get(f"mean_{c}") is None else f"{row[f'mean_{c}']:.3f}" for c in components)
@@ -110,8 +116,8 @@ def detail(summary: Summary, standing: Standing) -> str:
     lines.append(f"\n{_ranks(standing)}")
     legal = summary["final"] + LEGAL
     if legal in _rows(summary):
-        lines.append(f"\n`{label(legal)}`: the run's final model once more, decoding every legal call instead of only "
-                     "those the environment's guardrail admits.")
+        lines.append(f"\n`{label(legal, summary['final'])}`: the run's final model once more, decoding every legal "
+                     "call instead of only those the environment's guardrail admits.")
     return "\n".join(lines) + "\n"
 
 

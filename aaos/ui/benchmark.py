@@ -33,26 +33,18 @@ from aaos.bench.runner import Job, plan_jobs, read_records, record_key, run_jobs
 from aaos.bench.stats import summarise
 from aaos.core.seeding import new_salt, salt_fingerprint, salted
 from aaos.core.spec import Split
-from aaos.policies import BASELINES, LOCAL_TRAINED, LOCAL_UNTRAINED, PolicySpec, baseline
+from aaos.policies import BASELINES, LOCAL_TRAINED, LOCAL_UNTRAINED, PolicySpec, baseline, display_name
 from aaos.ui import agents, prose
 from aaos.ui.formatting import version_key
 
 CHAMPION = "heuristic"
 POLICIES: tuple[tuple[str, str], ...] = (
-    ("Champion (heuristic)", "heuristic"),
-    ("Random legal actions", "random"),
-    ("Do nothing (no_op)", "noop"),
-    ("Oracle (reads hidden state; a reference, not an agent)", "oracle"),
+    *((display_name(key), key) for key in ("heuristic", "random", "noop", "oracle")),
     (agents.LOCAL_LABEL, "local"),
     (agents.LOCAL_UNTRAINED_LABEL, "local-untrained"),
     ("OpenAI-compatible model (Model settings)", "openai"),
 )
 """What the benchmark offers: (label, key); the local models only where they are installed."""
-NAMES: dict[str, str] = {"heuristic": "Champion", "random": "Random", "noop": "Do nothing",
-                         "oracle": "Oracle (reference: reads hidden state)",
-                         LOCAL_TRAINED: "SmolLM2-135M fine-tuned (local)",
-                         LOCAL_UNTRAINED: "SmolLM2-135M untrained (local)"}
-"""How the leaderboard, chart and gate name the policies of the result files."""
 SPLITS: tuple[tuple[str, str], ...] = (("Train seeds", "train"), ("Holdout seeds", "holdout"))
 DEFAULT_POLICIES: tuple[str, ...] = ("heuristic", "random")
 DEFAULT_EPISODES = paired.DEFAULT_EPISODES
@@ -86,11 +78,6 @@ def candidate_for(policies: Sequence[str], wanted: str | None) -> str | None:
         if key in keys:
             return key
     return None
-
-
-def display_name(name: str) -> str:
-    """A result file's policy name as the Space shows it: llm:<model> shows the model."""
-    return NAMES.get(name) or name.removeprefix("llm:")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from aaos.bench import paired
 from aaos.bench.paired import plural
+from aaos.policies import display_name
 from aaos.ui import agents, benchmark, charts, formatting, play_tab, prose
 from aaos.ui.benchmark import BenchmarkRun
 from aaos.ui.session import Session
@@ -122,7 +123,7 @@ def _playing(run: BenchmarkRun) -> str:
         return ""
     job, step = flight[0]
     more = f" (and {plural(len(flight) - 1, 'more episode')} in flight)" if len(flight) > 1 else ""
-    return (f" Playing {benchmark.display_name(job.policy)}, "
+    return (f" Playing {display_name(job.policy)}, "
             f"{formatting.episode_name(run.plan.env, job.task, job.scenario)}, seed {job.seed}: step {step} of "
             f"{benchmark.horizon(job)}{more}.")
 
@@ -138,7 +139,7 @@ def _progress(run: BenchmarkRun) -> str:
         if run.last is not None:
             last = run.last
             score = f"score {last['score']:.3f}" if last.get("error") is None else "failed"
-            body += (f" Latest: {benchmark.display_name(last['policy'])}, "
+            body += (f" Latest: {display_name(last['policy'])}, "
                      f"{formatting.episode_name(run.plan.env, last['task'], last['scenario'])}, seed {last['seed']}: "
                      f"{score}.")
     failing = run.model_calls.problem()
@@ -166,7 +167,7 @@ def _summary(run: BenchmarkRun) -> str:
     if run.failures:
         first = run.failures[0]
         body += (f" {plural(len(run.failures), 'episode')} failed, the first "
-                 f"({benchmark.display_name(first['policy'])}, "
+                 f"({display_name(first['policy'])}, "
                  f"{formatting.episode_name(run.plan.env, first['task'], first['scenario'])}) with: {first['error']}")
         kind = "error"
     return formatting.bench_status(run.finished, run.total, body, kind)
