@@ -156,5 +156,15 @@ def test_play_by_hand_then_the_champion_finishes_and_the_rubric_shows(page: Page
     expect(report.locator(".aaos-drift").first).to_contain_text(re.compile(r"now prefers (slot|tone)"))
     report.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "ui_cos_report.png"), full_page=True)
+
+    page.get_by_role("tab", name="World", exact=True).click()  # at 1280 px: nothing runs over anything else
+    world = page.locator("#aaos-world")
+    expect(world.locator("table.aaos-calendar")).to_be_visible()
+    overflowing = world.evaluate("""world => [world, ...world.querySelectorAll(':scope > .aaos-section')]
+        .filter(part => part.scrollWidth > part.clientWidth + 1).map(part => part.innerText.slice(0, 40))""")
+    assert overflowing == [], overflowing  # the trust bars' text ran under the scores, the calendar off the view
+    shown, timeline = world.bounding_box(), page.locator("#aaos-timeline-box").bounding_box()
+    assert shown is not None and timeline is not None and shown["x"] + shown["width"] <= timeline["x"]
+    page.screenshot(path=str(ARTIFACTS / "ui_cos_world.png"), full_page=True)
     assert "Traceback" not in page.content()
     assert "Traceback" not in (SERVER_LOG).read_text(encoding="utf-8")

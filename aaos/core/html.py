@@ -56,9 +56,12 @@ def pill(label: str, kind: str) -> str:
     return f'<span class="aaos-pill aaos-{html.escape(kind)}">{html.escape(label)}</span>'
 
 
-def section(title: str, body: str, count: int | None = None) -> str:
+def section(title: str, body: str, count: int | None = None, wide: bool = False) -> str:
+    """A titled part of a card or the world view (with a count beside the title); `wide` spans every column of the
+    world view's grid (a table, rows of bars)."""
     counted = f' <span class="aaos-count">{count}</span>' if count is not None else ""
-    return f'<div class="aaos-section"><h4>{html.escape(title)}{counted}</h4>{body}</div>'
+    classes = "aaos-section aaos-wide" if wide else "aaos-section"
+    return f'<div class="{classes}"><h4>{html.escape(title)}{counted}</h4>{body}</div>'
 
 
 def items(rows: Sequence[str], empty: str) -> str:

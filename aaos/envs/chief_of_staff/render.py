@@ -89,9 +89,10 @@ def world(observation: Mapping[str, Any]) -> str:
     view = observation["agent_observations"][ROLE]
     now = view["now"]
     clock = f"<p>Day {esc(now['day'])} of {esc(now['days'])}, {esc(now['slot'] or 'over')}</p>"
+    # the calendar and the trust bars take the view's whole width: beside another section they overflow into it
     return (f'<div class="aaos-world" id="aaos-world">{section("Now", clock)}'
-            f'{section("Calendar", _calendar(view))}{section("Trust", _trust_bars(view))}'
-            f'{section("Scores", chips(observation["partial_scores"]))}</div>')
+            f'{section("Scores", chips(observation["partial_scores"]))}'
+            f'{section("Calendar", _calendar(view), wide=True)}{section("Trust", _trust_bars(view), wide=True)}</div>')
 
 
 def attention(observation: Mapping[str, Any]) -> str:

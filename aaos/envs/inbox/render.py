@@ -88,11 +88,6 @@ def attention(observation: Mapping[str, Any]) -> str:
     return f'<div class="aaos-hints"><b>What needs attention</b>{items(rows[:8], "Nothing pressing.")}</div>'
 
 
-def _wide(title: str, body: str, count: int | None = None) -> str:
-    """A section across the report's whole width (the confusion matrix needs it)."""
-    return section(title, body, count).replace('<div class="aaos-section">', '<div class="aaos-section aaos-wide">', 1)
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
@@ -131,7 +126,8 @@ def report(state: Mapping[str, Any]) -> str:
     }
     return ('<div class="aaos-world" id="aaos-report">'
             + section("Outcome", chips(outcome))
-            + _wide("Categories (rows: true, columns: closed with)", _table(["true \\ given", *columns], rows))
+            + section("Categories (rows: true, columns: closed with)", _table(["true \\ given", *columns], rows),
+                      wide=True)
             + section("Missed urgent emails", items(missed, "No urgent email missed."), len(missed))
             + section("Violations", items(violations, "No violations."), len(violations))
             + "</div>")
