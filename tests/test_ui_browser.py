@@ -169,6 +169,9 @@ def test_an_agent_run_streams_to_a_final_score(page: Page) -> None:
     expect(page.locator("#aaos-status")).to_contain_text("final")
     expect(page.locator("#aaos-message")).to_contain_text("Episode over, final score")
     assert 1 < step_count(page) <= 30
+    cut = page.locator("#aaos-role-cards .aaos-card").evaluate_all(
+        "cards => cards.filter(card => card.scrollHeight > card.clientHeight + 1).map(card => card.dataset.role)")
+    assert cut == []  # each card shows its whole view, however full: none scrolls inside, cutting lines
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui_finished_run.png"))
     page.get_by_role("tab", name="Reward", exact=True).click()
