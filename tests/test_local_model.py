@@ -51,7 +51,7 @@ def test_the_space_benchmark_ranks_the_champion_random_and_the_local_model() -> 
     assert "Done: 3 episodes" in last["bench_status"], last["bench_status"]
     board = html_table(last["leaderboard"])
     assert {row["Policy"] for row in board} == {display_name(p) for p in ("heuristic", "random", LOCAL_UNTRAINED)}
-    assert board[0]["Policy"] == "Champion"
+    assert board[0]["Policy"] == display_name("heuristic")
     results = next(Path(p) for p in last["bench_files"]["value"] if Path(p).name == "results.jsonl")
     local = [r for r in map(json.loads, results.read_text(encoding="utf-8").splitlines())
              if r["policy"] == LOCAL_UNTRAINED]

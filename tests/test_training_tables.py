@@ -66,19 +66,30 @@ def standing() -> Standing:
 def test_the_tables_read_each_figure_from_the_summary() -> None:
     made = summary()
     overview = tables.overview({"org": made}).splitlines()
-    assert overview[2] == ("| org, org_simulation | 12 | 0.200 | 0.040 [0.010, 0.070] | 0.400 | 0.500 | "
-                           "**0.700 [0.660, 0.750]** (SmolLM2 SFT+DAgger) | yes | 2.50 | 46 min |")
+    assert overview[2] == ("| org, org_simulation | 12 | 0.200 | 0.040 [0.010, 0.070] | 0.400 | 0.500 | — | "
+                           "**0.700 [0.660, 0.750]** (SmolLM2-135M fine-tuned, SFT+DAgger) | yes | 2.50 | "
+                           "46 min (cpu) |")
     detail = tables.detail(made, standing()).splitlines()
     assert detail[0].startswith("| rank | policy |") and detail[0].endswith("| business_success | collaboration |")
     shipped = next(line for line in detail if "(shipped)" in line)
-    assert shipped.startswith("| 1 | **SmolLM2 SFT+DAgger** (shipped) | 0.700 [0.660, 0.750] | 92.0 % | 2.50 | 45 |")
-    assert detail[3].startswith("| 6 | random | 0.040 [0.010, 0.070] | — | 0.50 | — |")
+    assert shipped.startswith("| 1 | **SmolLM2-135M fine-tuned** (shipped) | 0.700 [0.660, 0.750] | 92.0 % | 2.50 | "
+                              "45 |")
+    assert detail[3].startswith("| 6 | Random legal actions | 0.040 [0.010, 0.070] | — | 0.50 | — |")
     assert [line.split(" | ")[0] for line in detail[2:9]] == [f"| {RANKS[row['policy']]}" for row in made["holdout"]]
     assert ("Rank: policies not significantly different from their group's best share its rank (paired sign-flip "
             "tests on the same 12 holdout episodes, Holm-corrected over the 21 pairs, alpha 0.05; `aaos bench` ranks "
             "the same way). Noise floor, org_simulation: with 12 episodes, differences below 0.040 are noise; 0.05 "
             "needs 8 episodes.") in detail
-    assert "SmolLM2 SFT+DAgger, any legal call" in detail[-1]
+    assert "SmolLM2-135M fine-tuned, any legal call" in detail[-1]
+
+
+def test_a_reward_driven_stage_is_shown_beside_imitation_alone() -> None:
+    made = summary() | {"final": "rft", "trained": ["sft", "dagger", "rft"]}
+    made["holdout"].append(holdout_row("rft", 5) | {"mean_score": 0.8, "ci_low": 0.75, "ci_high": 0.85})
+    overview = tables.overview({"org": made}).splitlines()[2]
+    assert "| 0.500 | 0.700 [0.660, 0.750] | **0.800 [0.750, 0.850]** (SmolLM2-135M fine-tuned, SFT+DAgger+RFT) |" in (
+        overview), overview
+    assert "| SmolLM2-135M after DAgger | 0.700" in tables.detail(made, standing())
 
 
 def test_too_few_episodes_to_tell_the_policies_apart_is_said_and_unpaired_ones_are_not_ranked() -> None:
@@ -97,10 +108,10 @@ def test_too_few_episodes_to_tell_the_policies_apart_is_said_and_unpaired_ones_a
 def test_a_final_model_not_clear_of_the_untrained_one_is_not_called_shipped() -> None:
     made = summary() | {"beats_untrained": False}
     overview = tables.overview({"org": made}).splitlines()[2]
-    assert "(SmolLM2 SFT+DAgger, not published: not clear of the untrained model)" in overview, overview
+    assert "(SmolLM2-135M fine-tuned, SFT+DAgger, not published: not clear of the untrained model)" in overview
     detail = tables.detail(made, standing())
     assert "(shipped)" not in detail
-    assert "| 1 | **SmolLM2 SFT+DAgger** (not published: not clear of the untrained model) | 0.700" in detail, detail
+    assert "| 1 | **SmolLM2-135M fine-tuned** (not published: not clear of the untrained model) | 0.700" in detail
 
 
 def test_a_block_no_summary_gives_is_refused_by_name() -> None:

@@ -79,20 +79,27 @@ def _final(summary: Summary) -> str:
     return "shipped" if summary["beats_untrained"] else "not published: not clear of the untrained model"
 
 
+IMITATION = "dagger"
+"""The stage that only copies the champion (SFT, then DAgger); a reward-driven stage after it is compared with it."""
+
+
 def overview(found: Mapping[str, Summary]) -> str:
-    """One row per environment: the baselines, the model untrained and as trained, the verdict and the time."""
-    lines = ["| environment, task | episodes a policy | noop | random | champion | untrained | trained model "
-             "(95 % CI) | beats random | hard violations / episode (trained) | one command on 2 cores (preset) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    """One row per environment: the baselines, the model untrained, after imitation (SFT+DAgger) where a
+    reward-driven stage came after it, and as trained; the verdict and the time."""
+    lines = ["| environment, task | episodes a policy | noop | random | champion | untrained | imitation only "
+             "(SFT+DAgger) | trained model (95 % CI) | beats random | hard violations / episode (trained) | "
+             "one command on 2 cores (preset) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for env, summary in found.items():
         rows = _rows(summary)
         final = rows[summary["final"]]
+        imitation = _score(rows[IMITATION]) if summary["final"] != IMITATION and IMITATION in rows else "—"
         name = f"{label(summary['final'], summary['final'])}, {_stages(summary)}" + (
             "" if summary["beats_untrained"] else f", {_final(summary)}")
         lines.append(
             f"| {env}, {summary['task']} | {final['episodes']} | {_score(rows['noop'], False)} | "
             f"{_score(rows['random'])} | {_score(rows['heuristic'], False)} | {_score(rows['untrained'], False)} | "
-            f"**{_score(final)}** ({name}) | {'yes' if summary['beats_random'] else 'no'} | "
+            f"{imitation} | **{_score(final)}** ({name}) | {'yes' if summary['beats_random'] else 'no'} | "
             f"{final['hard_violations_per_episode']:.2f} | {_minutes(summary)} ({summary['preset']}) |")
     return "\n".join(lines) + "\n"
 
