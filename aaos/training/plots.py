@@ -2,7 +2,8 @@
 
     sft_loss.png       the training loss per optimizer step: SFT, then DAgger's and RFT's where they ran
     reward.png         the reward-driven stages, where they ran: RFT's mean rollout reward per episode played (its
-                       sampled answers', its greedy answer's and the champion's on the same states), GRPO's mean
+                       sampled answers', its greedy answer's, the best answer's (the one trained on) and the
+                       champion's on the same states), GRPO's mean
                        reward per step with its spread over the step's completions
     holdout.png        each policy's holdout mean score with its 95 % CI, the model's valid-action rate beside it
     components.png     each policy's holdout mean of every reward component
@@ -134,9 +135,10 @@ def figures(run_dir: Path) -> dict[str, Any]:
         rft = _csv(run_dir / "rft_samples.csv")
         episodes = [float(row["episode"]) for row in rft]
         for key, name, style in (("sampled", "RFT samples", "o-"), ("greedy", "RFT greedy", "s--"),
-                                 ("champion", "champion", ":")) if rft else ():
+                                 ("best", "best answer (trained on)", "^-."), ("champion", "champion", ":")
+                                 ) if rft else ():
             ax.plot(episodes, [float(row[key]) for row in rft], style, label=name,
-                    color=COLORS["heuristic"] if key == "champion" else COLORS["rft"])
+                    color=COLORS["heuristic"] if key in ("champion", "best") else COLORS["rft"])
         grpo = _csv(run_dir / "grpo_log.csv")
         steps, reward = _series(grpo, "reward")
         _, spread = _series(grpo, "reward_std")
@@ -144,7 +146,7 @@ def figures(run_dir: Path) -> dict[str, Any]:
             ax.errorbar(steps, reward, yerr=spread if len(spread) == len(reward) else None, marker="o", capsize=3,
                         color=COLORS["grpo"], label="GRPO completions")
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(frameon=False)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
         axis = "episode played (RFT) / GRPO step" if rft and steps else "episode played" if rft else "GRPO step"
         ax.set(xlabel=axis, ylabel="mean rollout reward", title=f"Reward-driven stage\n{title}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
