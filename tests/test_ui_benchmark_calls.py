@@ -14,6 +14,7 @@ from ui_fixtures import html_table
 
 from aaos.agents.llm import FIX_HINTS, LLMConfig, not_credited
 from aaos.bench.stats import READS_HIDDEN_STATE
+from aaos.policies import display_name
 from aaos.ui import benchmark, benchmark_tab, charts, formatting
 
 FAILED = {"calls": 40, "failed_calls": 40, "decisions": {"champion": 40},
@@ -88,7 +89,7 @@ def test_the_chart_draws_no_bar_for_a_score_the_model_did_not_make(tmp_path: Pat
     run.state = "finished"
     assert {r["policy"]: r["unranked"] for r in run.rows}["llm:fake-model"] == not_credited({"champion": 80})
     out = benchmark_tab._results(run, "openai")
-    assert [list(trace.x) for trace in out["bench_chart"].data] == [["Champion"]]
+    assert [list(trace.x) for trace in out["bench_chart"].data] == [[display_name("heuristic")]]
     assert "fake-model" in out["leaderboard"]
     assert out["bench_chart"].layout.title.text == charts.LEADERBOARD_TITLE
     assert out["bench_chart"].layout.title.xanchor == "left"  # clear of Plotly's toolbar at the top right
