@@ -31,6 +31,7 @@ import aaos
 from aaos.agents.llm import LLMConfig, Mode, ResponseFormat
 from aaos.agents.local_model import MODEL_NAME, LocalModelServer, missing
 from aaos.bench.runner import Job, plan_jobs, run
+from aaos.cli import build_parser
 from aaos.core.extras import DependencyNotInstalled
 from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
 from aaos.evals.episode import inspect_schema
@@ -95,6 +96,15 @@ def test_every_task_plays_as_samples_that_inspect_scores_as_aaos_bench_does(tmp_
         assert set(tasks) <= set(metrics)  # the mean of each task beside the overall one
         records = _scores(log).values()
         assert metrics["mean"].value == pytest.approx(sum(r["score"] for r in records) / len(records))
+
+
+def test_by_default_the_samples_are_the_episodes_aaos_bench_plays_by_default() -> None:
+    """The same default number of seeds as `aaos bench --episodes`, so that the two report the same episodes."""
+    default = build_parser().parse_args(["bench", "--env", "chief_of_staff"]).episodes
+    tasks = [str(t["id"]) for t in aaos.list_tasks(env="chief_of_staff")]
+    scenarios = [s["id"] for s in aaos.list_scenarios(env="chief_of_staff")]
+    jobs = plan_jobs(["model"], tasks, scenarios, default, ("holdout",), "chief_of_staff")
+    assert len(bench(env="chief_of_staff").dataset) == len(jobs)
 
 
 def _bench_model(jobs: list[Job], mode: Mode, response_format: ResponseFormat, script: Script,

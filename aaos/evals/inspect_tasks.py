@@ -33,6 +33,7 @@ from inspect_ai.model import GenerateConfig
 
 import aaos
 from aaos.agents.llm import MODES, Decoding, Mode, ResponseFormat
+from aaos.bench.paired import DEFAULT_EPISODES
 from aaos.bench.runner import Job, episode_split, plan_jobs, scenario_split, versions
 from aaos.core.seeding import HOLDOUT_SALT_ENV, salt_fingerprint
 from aaos.core.spec import Split
@@ -47,7 +48,7 @@ GENERATION = GenerateConfig(temperature=0.0, max_tokens=200, seed=0)
 
 @task
 def bench(env: str = aaos.DEFAULT_ENV, task: str | list[str] | None = None, scenario: str | list[str] | None = None,
-          split: SplitChoice = "holdout", episodes: int = 3, salt_env: str = HOLDOUT_SALT_ENV,
+          split: SplitChoice = "holdout", episodes: int = DEFAULT_EPISODES, salt_env: str = HOLDOUT_SALT_ENV,
           policy: str | None = None, mode: Mode = "per_role", response_format: ResponseFormat = "json_schema",
           decoding: Decoding = "legal", fallback: Fallback = "champion") -> Task:
     """The AAOS benchmark of environment `env` as an Inspect task, one sample per episode.
