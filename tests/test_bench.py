@@ -214,3 +214,28 @@ def test_benchmark_trajectories_replay_exactly(tmp_path: Path) -> None:
     assert sorted(len(e) for e in episodes) == sorted(r["steps"] for r in records)
     assert all("observation" in step for episode in episodes for step in episode)
     assert all(check(episode) == () for episode in episodes)
+
+
+def test_recorded_observations_render_the_prompt_the_model_saw(tmp_path: Path) -> None:
+    """An observation read back from a benchmark's trajectories renders the same compact prompt as the live one
+    (a file with sorted keys once reordered the inbox's opened email, so a model asked again saw a prompt it was
+    never trained on)."""
+    import aaos
+    from aaos.agents.prompts import compact_messages
+    from aaos.bench.runner import run
+    from aaos.policies import baseline
+    from aaos.training.episodes import meta_of, read_episodes
+
+    jobs = plan_jobs(["heuristic"], ["easy"], ["retail_helpdesk"], 1, ("holdout",), env="inbox")
+    trajectories = tmp_path / "trajectories.jsonl"
+    run(jobs, {"heuristic": baseline("heuristic")}, tmp_path / "results.jsonl", trajectories=trajectories)
+    [episode] = read_episodes([trajectories], "inbox")
+    meta, spec = meta_of(episode[0]), aaos.spec("inbox")
+    env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env="inbox")
+    observation = env.reset()
+    opened = 0
+    for step in episode:
+        assert compact_messages(step["observation"], spec) == compact_messages(observation, spec)
+        opened += step["observation"]["agent_observations"]["triage_agent"].get("opened_email") is not None
+        observation = env.step(step["joint_action"]).observation
+    assert opened > 0

@@ -231,8 +231,10 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:
+    """Keys stay in the order they were made: an observation read back renders the prompt the model saw live
+    (aaos.agents.prompts writes nested fields in their order)."""
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, sort_keys=True) + "\n")
+        handle.write(json.dumps(record) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
 
