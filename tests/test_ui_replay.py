@@ -177,12 +177,13 @@ def test_the_committed_evaluation_replays_the_baselines_and_the_models_whose_ste
         watched = replays.load(entry)
         assert watched.steps == entry.result["steps"] and watched.note == ""
         assert watched.records[-1]["score"] == pytest.approx(entry.result["score"])
-    if final != "sft":  # a model whose steps were not kept shows its scores only, saying why
-        sft = replays.load(next(e for e in found if e.policy == "sft"))
-        assert sft.steps == 0 and "sft is a model" in sft.note
-    older = replace(champion, result={**champion.result, "env_version": "0"})  # recorded under another version
+    legal = f"{final}_legal"  # its steps are not kept: it shows its scores only, saying why
+    unkept = replays.load(next(e for e in found if e.policy == legal))
+    assert unkept.steps == 0 and f"{legal} is a model" in unkept.note
+    # a baseline recorded under another version, without kept steps: shown as its scores, never re-played
+    older = replace(champion, records=(), result={**champion.result, "env_version": "0"})
     shown = replays.load(older)
-    assert shown.steps == 0 and "chief_of_staff v0" in shown.note  # shown as its scores, never re-scored
+    assert shown.steps == 0 and "chief_of_staff v0" in shown.note
 
 def test_sources_without_episodes_say_what_to_do() -> None:
     fresh = Session(ORG)
@@ -247,11 +248,11 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     page.get_by_role("option", name=tuned.label, exact=True).click()
     expect(page.locator("#aaos-replay-at")).to_have_text(f"1 / {tuned.result['steps']}")
     expect(page.locator("#aaos-replay-note")).to_contain_text(f"score {tuned.score:.3f}")
-    sft = next(e for e in found if e.policy == "sft")  # a model whose steps were not kept: its scores only
+    unkept = next(e for e in found if e.policy == f"{final}_legal")  # its steps were not kept: its scores only
     page.locator("#aaos-replay-episode input").click()
-    page.get_by_role("option", name=sft.label, exact=True).click()
-    expect(page.locator("#aaos-replay-note")).to_contain_text("sft is a model")
-    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{sft.score:.3f}")
+    page.get_by_role("option", name=unkept.label, exact=True).click()
+    expect(page.locator("#aaos-replay-note")).to_contain_text(f"{final}_legal is a model")
+    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{unkept.score:.3f}")
     session = played(COS, 4, "random")  # kept: its download folder goes with it
     trajectory, _ = session.export()
     page.locator("#aaos-replay-source").get_by_text("An uploaded JSONL file").click()
