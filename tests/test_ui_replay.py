@@ -21,6 +21,7 @@ from aaos.bench.runner import Job, read_records, run
 from aaos.core.seeding import holdout_salt
 from aaos.core.trajectory import EpisodeMeta
 from aaos.policies import baseline
+from aaos.training.plots import LEGAL
 from aaos.ui import benchmark, replay_tab, replays
 from aaos.ui import watch_prose as words
 from aaos.ui.replay_tab import Watch
@@ -177,7 +178,7 @@ def test_the_committed_evaluation_replays_the_baselines_and_the_models_whose_ste
         watched = replays.load(entry)
         assert watched.steps == entry.result["steps"] and watched.note == ""
         assert watched.records[-1]["score"] == pytest.approx(entry.result["score"])
-    legal = f"{final}_legal"  # its steps are not kept: it shows its scores only, saying why
+    legal = final + LEGAL  # its steps are not kept: it shows its scores only, saying why
     unkept = replays.load(next(e for e in found if e.policy == legal))
     assert unkept.steps == 0 and f"{legal} is a model" in unkept.note
     # a baseline recorded under another version, without kept steps: shown as its scores, never re-played
@@ -248,10 +249,10 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     page.get_by_role("option", name=tuned.label, exact=True).click()
     expect(page.locator("#aaos-replay-at")).to_have_text(f"1 / {tuned.result['steps']}")
     expect(page.locator("#aaos-replay-note")).to_contain_text(f"score {tuned.score:.3f}")
-    unkept = next(e for e in found if e.policy == f"{final}_legal")  # its steps were not kept: its scores only
+    unkept = next(e for e in found if e.policy == final + LEGAL)  # its steps were not kept: its scores only
     page.locator("#aaos-replay-episode input").click()
     page.get_by_role("option", name=unkept.label, exact=True).click()
-    expect(page.locator("#aaos-replay-note")).to_contain_text(f"{final}_legal is a model")
+    expect(page.locator("#aaos-replay-note")).to_contain_text(f"{final}{LEGAL} is a model")
     expect(page.locator("#aaos-replay-result")).to_contain_text(f"{unkept.score:.3f}")
     session = played(COS, 4, "random")  # kept: its download folder goes with it
     trajectory, _ = session.export()
