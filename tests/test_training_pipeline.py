@@ -18,7 +18,7 @@ from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
 from aaos.training.pipeline import BASELINES, GROUP_TRIES, PUBLISHED, STAGES, Run, collect, publish
 from aaos.training.plots import PLOTS
-from aaos.training.presets import PRESET_FIELDS, PRESETS, Preset
+from aaos.training.presets import PRESET_FIELDS, PRESETS, Preset, overridden
 
 PNG = b"\x89PNG\r\n\x1a\n"
 MODELS = tuple(PRESETS["mini"].evaluated())
@@ -44,6 +44,24 @@ def test_the_datasets_are_the_same_on_every_run_and_answer_in_compact_mode(tmp_p
     observation = env.reset()
     assert row["messages"][1]["content"].startswith("Seen:")  # the compact prompt, not the joint one
     assert set(parse_answer(spec, None, row["messages"][-1]["content"], observation, "compact")) == set(spec.roles)
+
+
+def test_set_changes_only_the_fields_it_names_and_the_label_says_which() -> None:
+    label, preset = overridden("cpu-long", ["rft_rounds=2", " lora_layers = none", "learning_rate=5e-4"])
+    assert label == "cpu-long rft_rounds=2 lora_layers=none learning_rate=5e-4"
+    assert preset == dataclasses.replace(PRESETS["cpu-long"], rft_rounds=2, lora_layers=None, learning_rate=5e-4)
+    assert overridden("cpu", []) == ("cpu", PRESETS["cpu"])
+
+
+@pytest.mark.parametrize(("assignment", "said"), [
+    ("rft_round=2", "FIELD one of train_seeds"), ("rft_rounds", "FIELD=VALUE"),
+    ("rft_rounds=two", "rft_rounds takes an integer, got 'two'"), ("learning_rate=fast", "takes a number"),
+    ("rft_rounds=-1", "must be at least 0"), ("batch_size=0", "batch_size must be at least 1")])
+def test_a_bad_set_is_refused_before_anything_is_written(tmp_path: Path, assignment: str, said: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert cli(["train", "--env", "chief_of_staff", "--preset", "mini", "--set", assignment, "--out", str(out)]) == 2
+    assert said in capsys.readouterr().err and not out.exists()
 
 
 def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Path) -> None:

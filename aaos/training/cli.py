@@ -20,7 +20,7 @@ from aaos.policies import DEFAULT_BASE_URL, POLICY_NAMES, PolicySpec, build_poli
 from aaos.training.decisions import MODES
 from aaos.training.episodes import Record, play, read_episodes
 from aaos.training.grpo import grpo_rows
-from aaos.training.presets import PRESETS
+from aaos.training.presets import PRESETS, overridden
 from aaos.training.qlearn import Settings, train
 from aaos.training.replay import check
 from aaos.training.rollout import DEFAULT_HORIZON
@@ -119,11 +119,12 @@ def _train_q(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    label, preset = overridden(args.preset, args.overrides)
     require_extra("train")
     from aaos.training.pipeline import Run, publish, train
 
     task = args.task or aaos.spec(args.env).default_task
-    run_ = Run(args.out, args.env, task, args.preset, PRESETS[args.preset], args.seed)
+    run_ = Run(args.out, args.env, task, label, preset, args.seed)
     summary = train(run_)
     if args.results is not None:
         publish(run_, args.results)
@@ -201,6 +202,10 @@ def add_parsers(sub: Any) -> None:
                    help="cpu: ~45 minutes on 2 cores (SFT, DAgger); cpu-long: <= 150 minutes on 2 cores (decision-"
                         "weighted SFT, DAgger, a round of RFT); gpu: an accelerator; mini: every stage on a sliver "
                         "(tests)")
+    p.add_argument("--set", action="append", default=[], dest="overrides", metavar="FIELD=VALUE",
+                   help="repeatable: change one field of the preset (aaos.training.presets.Preset), e.g. "
+                        "rft_rounds=2; the summary records the preset as its name and these assignments, and a "
+                        "rerun with another value redoes that field's stage and those after it")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/train/model"), help="the run folder (datasets, adapters, "
                                                                                 "checkpoints, evidence)")

@@ -5,6 +5,8 @@ reruns its stage and those after it.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aaos.agents.llm import Decoding
@@ -118,3 +120,42 @@ PRESETS: dict[str, Preset] = {
 stages with the loss weighted toward the decision tokens, then a round of rejection-sampling fine-tuning, at most 150
 minutes on 2 cores (every stage resumes, so a run may span sessions); gpu: an accelerator; mini: every stage on a
 sliver, for the tests (checks the files, not the scores). docs/training.md has the measured times."""
+
+
+AT_LEAST_ONE = frozenset({"batch_size", "grad_accumulation", "lora_rank", "lora_layers", "eval_seeds",
+                          "eval_scenarios", "max_length", "grpo_generations", "grpo_completion_tokens", "rft_samples"})
+"""The fields that count something a run cannot do with none of (the others may be 0: a stage's steps, a weight)."""
+
+
+def _value(field: dataclasses.Field[object], text: str) -> object:
+    """A preset field's value from its command-line text (the field's type: int, float, or int | None)."""
+    kind = str(field.type)
+    if kind == "int | None" and text.lower() == "none":
+        return None
+    try:
+        return float(text) if kind == "float" else int(text)
+    except ValueError:
+        wanted = {"float": "a number", "int | None": "an integer or none"}.get(kind, "an integer")
+        raise ValueError(f"preset field {field.name} takes {wanted}, got {text!r}") from None
+
+
+def overridden(name: str, assignments: Sequence[str]) -> tuple[str, Preset]:
+    """The preset `name` with each FIELD=VALUE assignment applied, and the run's preset label: the name, then the
+    assignments as given ("cpu-long rft_rounds=2"), which is what a summary records and the tables show. Raises
+    ValueError, saying what to fix, for an unknown preset or field, a value of the wrong type or a negative count."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}: one of {', '.join(PRESETS)}")
+    fields = {f.name: f for f in dataclasses.fields(Preset)}
+    changes: dict[str, object] = {}
+    written: dict[str, str] = {}
+    for assignment in assignments:
+        field_name, sep, text = (part.strip() for part in assignment.partition("="))
+        if not sep or field_name not in fields:
+            raise ValueError(f"--set takes FIELD=VALUE with FIELD one of {', '.join(fields)}; got {assignment!r}")
+        value = _value(fields[field_name], text)
+        least = 1 if field_name in AT_LEAST_ONE else 0
+        if isinstance(value, int | float) and value < least:
+            raise ValueError(f"preset field {field_name} must be at least {least}, got {text!r}")
+        changes[field_name], written[field_name] = value, text
+    label = " ".join([name, *(f"{k}={v}" for k, v in written.items())])
+    return label, dataclasses.replace(PRESETS[name], **changes)
