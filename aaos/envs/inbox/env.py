@@ -36,11 +36,12 @@ from aaos.envs.inbox.world import Email, generate
 
 DEFAULT_TASK = "medium"
 DEFAULT_SCENARIO = "saas_helpdesk"
-VERSION = "3"
-"""3: a third plain wording of every intent in the train bank, so train episodes differ from version 2's (holdout
-ones do not); 2: the view lists the open emails as rows and the closed ones by id -> how each was closed
-(closed_emails); the observation's inbox still holds every arrived email; play and the compact prompt unchanged (1:
-the first release)."""
+VERSION = "4"
+"""4: eight plain wordings of every intent in the train bank (was three), so that a trained model meets an intent in
+many words rather than learning three by heart (holdout episodes unchanged); 3: a third plain wording of every intent
+in the train bank, so train episodes differ from version 2's (holdout ones do not); 2: the view lists the open emails
+as rows and the closed ones by id -> how each was closed (closed_emails); the observation's inbox still holds every
+arrived email; play and the compact prompt unchanged (1: the first release)."""
 REWARD_VERSION = "3"
 """3: classification, priority and resolution grade agreement above chance (Cohen's kappa over the closed emails,
 times the share closed), so that one label for every email scores 0 (it scored 0.39 on easy); 2: urgent_handling
