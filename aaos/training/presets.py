@@ -142,7 +142,8 @@ def _value(field: dataclasses.Field[object], text: str) -> object:
 def overridden(name: str, assignments: Sequence[str]) -> tuple[str, Preset]:
     """The preset `name` with each FIELD=VALUE assignment applied, and the run's preset label: the name, then the
     assignments as given ("cpu-long rft_rounds=2"), which is what a summary records and the tables show. Raises
-    ValueError, saying what to fix, for an unknown preset or field, a value of the wrong type or a negative count."""
+    ValueError, saying what to fix, for an unknown preset or field, a value of the wrong type, or a value below the
+    field's least (1 for AT_LEAST_ONE, else 0)."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: one of {', '.join(PRESETS)}")
     fields = {f.name: f for f in dataclasses.fields(Preset)}
