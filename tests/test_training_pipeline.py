@@ -16,7 +16,18 @@ import aaos
 from aaos.agents.local_model import ADAPTER_FILE
 from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
-from aaos.training.pipeline import BASELINES, GROUP_TRIES, PUBLISHED, STAGES, Run, collect, publish
+from aaos.training.pipeline import (
+    BASELINES,
+    EVALUATED,
+    GROUP_TRIES,
+    PUBLISHED,
+    STAGE_FUNCTIONS,
+    STAGES,
+    Run,
+    collect,
+    keep_unchanged_evaluations,
+    publish,
+)
 from aaos.training.plots import PLOTS
 from aaos.training.presets import PRESET_FIELDS, PRESETS, Preset, overridden
 
@@ -78,6 +89,69 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
     assert [stage for stage in STAGES[:-1] if more_dagger.done(stage)] == ["collect", "sft"]
     other_seed = dataclasses.replace(before, seed=1)
     assert not any(other_seed.done(stage) for stage in STAGES)
+
+
+def _evaluated(run_: Run) -> dict[str, str]:
+    """Fake evaluation files of every policy the run evaluates, each its own text; what is now in them."""
+    names = [*BASELINES, *run_.preset.evaluated()]
+    (run_.out / "eval.jsonl").write_text("".join(json.dumps({"policy": n, "score": i}) + "\n"
+                                                 for i, n in enumerate(names)), encoding="utf-8")
+    for folder, suffix, kept in (("eval_steps", ".jsonl", run_.preset.watched()),
+                                 ("eval_probe", ".json", run_.preset.trained()[-2:])):
+        (run_.out / folder).mkdir(exist_ok=True)
+        for name in kept:
+            (run_.out / folder / f"{name}{suffix}").write_text(name, encoding="utf-8")
+    return _left(run_)
+
+
+def _left(run_: Run) -> dict[str, str]:
+    files = [run_.out / "eval.jsonl", *sorted((run_.out / "eval_steps").glob("*")),
+             *sorted((run_.out / "eval_probe").glob("*"))]
+    return {str(path.relative_to(run_.out)): path.read_text(encoding="utf-8") for path in files}
+
+
+def test_a_rerun_plays_again_only_the_models_that_changed(tmp_path: Path) -> None:
+    run_ = _run(tmp_path / "run")
+    run_.out.mkdir()
+    for stage in run_.preset.trained():
+        (run_.out / f"{stage}.gguf").write_bytes(stage.encode())
+    _evaluated(run_)
+    keep_unchanged_evaluations(run_)  # nothing says what the policies were: nothing is kept
+    assert _left(run_) == {"eval.jsonl": ""}
+
+    played = _evaluated(run_)
+    with (run_.out / "eval.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"policy": "grpo", "sc')  # an episode cut short by a crash
+    keep_unchanged_evaluations(run_)  # the same policies: everything is kept, byte for byte (but the cut line)
+    assert _left(run_) == played
+    assert json.loads((run_.out / EVALUATED).read_text(encoding="utf-8"))["kept"] == [*BASELINES, *MODELS]
+
+    (run_.out / "grpo.gguf").write_bytes(b"retrained")
+    keep_unchanged_evaluations(run_)  # only the retrained model's evaluations go (both decodings)
+    gone = {"eval_steps/grpo.jsonl", "eval_probe/grpo.json"}
+    assert _left(run_) == {name: text for name, text in played.items() if name not in gone} | {
+        "eval.jsonl": "".join(line for line in played["eval.jsonl"].splitlines(keepends=True)
+                              if '"grpo' not in line)}
+
+    played = _evaluated(run_)
+    other_plan = dataclasses.replace(run_, preset=dataclasses.replace(run_.preset, eval_seeds=2))
+    keep_unchanged_evaluations(other_plan)  # other holdout episodes: nothing is kept
+    assert _left(run_) == {"eval.jsonl": ""}
+
+
+def test_a_stage_no_longer_run_leaves_nothing_of_an_earlier_run_to_report_or_publish(tmp_path: Path) -> None:
+    run_ = _run(tmp_path / "run")
+    earlier = ("dagger/round0.jsonl", "dagger_log.csv", "rft/round0.jsonl", "rft/states0.jsonl", "rft_log.csv",
+               "rft_samples.csv", "grpo_groups.json", "grpo_log.csv")
+    for name in earlier:
+        (run_.out / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_.out / name).write_text("an earlier run's", encoding="utf-8")
+    none = dataclasses.replace(run_, preset=dataclasses.replace(run_.preset, dagger_rounds=0, rft_rounds=0,
+                                                                 grpo_steps=0))
+    for stage in ("dagger", "rft", "grpo"):
+        STAGE_FUNCTIONS[stage](none)
+    assert not [name for name in earlier if (run_.out / name).exists()]
+    assert not (run_.out / "dagger").exists() and not (run_.out / "rft").exists()
 
 
 @pytest.mark.parametrize("beats", [True, False])
@@ -143,7 +217,7 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     assert 1 <= groups["sampled"] <= GROUP_TRIES and 0 <= groups["informative"] <= 1
     assert summary["gate_vs_champion"]["verdict"] in ("PROMOTE", "NO_PROMOTE")
     assert isinstance(summary["beats_untrained"], bool)
-    assert set(summary["stage_seconds"]) == set(STAGES[:-1])
+    assert set(summary["stage_seconds"]) == set(STAGES[:-1]) and summary["evaluation_kept"] == []
     records = [json.loads(line) for line in (out / "eval.jsonl").read_text(encoding="utf-8").splitlines()]
     assert all(r["split"] == "holdout" for r in records) and len(records) == len(BASELINES) + len(MODELS)
     assert all(r["llm"]["decisions"]["secondary"] == 0 for r in records if r["policy"] in MODELS)
@@ -173,3 +247,14 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     for stage in STAGES[:-1]:
         assert f"[{stage}] done before with these settings: skipped" in said
     assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["holdout"] == summary["holdout"]
+
+    played = (out / "eval.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    probes = {path.name: path.read_bytes() for path in (out / "eval_probe").glob("*.json")}
+    (out / "eval.jsonl").write_text("".join(played[:-1]), encoding="utf-8")  # as if stopped before the last episode
+    (out / "stamps" / "evaluate.json").unlink()
+    assert cli(command) == 0
+    replayed = (out / "eval.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    assert replayed[:-1] == played[:-1] and json.loads(replayed[-1])["policy"] == json.loads(played[-1])["policy"]
+    assert {path.name: path.read_bytes() for path in (out / "eval_probe").glob("*.json")} == probes
+    kept = json.loads((out / "summary.json").read_text(encoding="utf-8"))["evaluation_kept"]
+    assert kept == [*BASELINES, *MODELS]  # what the resumed evaluation did not play again

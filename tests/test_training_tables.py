@@ -69,6 +69,8 @@ def test_the_tables_read_each_figure_from_the_summary() -> None:
     assert overview[2] == ("| org, org_simulation | 12 | 0.200 | 0.040 [0.010, 0.070] | 0.400 | 0.500 | — | "
                            "**0.700 [0.660, 0.750]** (SmolLM2-135M fine-tuned, SFT+DAgger) | yes | 2.50 | "
                            "46 min (cpu) |")
+    continued = tables.overview({"org": made | {"evaluation_kept": ["noop", "sft"]}}).splitlines()[2]
+    assert continued.endswith("| 46 min and 2 policies' evaluation an earlier run played (cpu) |")
     detail = tables.detail(made, standing()).splitlines()
     assert detail[0].startswith("| rank | policy |") and detail[0].endswith("| business_success | collaboration |")
     shipped = next(line for line in detail if "(shipped)" in line)

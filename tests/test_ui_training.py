@@ -116,6 +116,14 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
             and "1,840 examples" in shown.about and "compact" in shown.about)
     assert "DAgger" in shown.about and "312 examples" in shown.about and "GRPO on" not in shown.about
     assert "SFT 20.0 min" in shown.about and "45.7 min in all" in shown.about
+    assert "did not play again" not in shown.about
+
+
+def test_the_run_says_which_evaluations_an_earlier_run_played(tmp_path: Path) -> None:
+    write_run(tmp_path, sample_summary() | {"evaluation_kept": ["heuristic", "sft"]})
+    about = training_tab.view("org", tmp_path).about
+    assert ("did not play again the episodes of Champion (heuristic), SmolLM2-135M after SFT, which an earlier run"
+            in about)
 
 
 def test_an_untrained_win_and_a_promotion_read_as_such(tmp_path: Path) -> None:

@@ -13,14 +13,15 @@ changed setting reruns its stage and every stage after it:
     dagger    DAgger, `dagger_rounds` times: the latest model plays the train scenarios on train seeds it has not
               met (new ones each round), the champion labels every state the model reached with its own answer there
               (dagger/round<r>.jsonl), and training goes on from the latest adapter over the SFT rows and every
-              label so far -> adapters/dagger, dagger_log.csv (nothing when dagger_rounds is 0)
+              label so far -> adapters/dagger, dagger_log.csv (every round's steps, numbered on from the round
+              before; nothing when dagger_rounds is 0)
     rft       rejection-sampling fine-tuning (aaos.training.rft), `rft_rounds` times: the latest model plays train
               seeds new to it; at every state rft_samples answers are sampled from it and the best-rewarded of them,
               its greedy answer and the champion's (the champion's on a tie) is the row (rft/round<r>.jsonl, each
               state's rewards in rft/states<r>.jsonl); training goes on from the latest adapter over the SFT
-              rows, DAgger's and every RFT row so far -> adapters/rft, rft_log.csv, rft_samples.csv (one line an
-              episode: the mean sampled, champion, greedy and best rewards, and how often a sample beat the
-              champion; nothing when rft_rounds is 0)
+              rows, DAgger's and every RFT row so far -> adapters/rft, rft_log.csv (as DAgger's), rft_samples.csv
+              (one line an episode: the mean sampled, champion, greedy and best rewards, and how often a sample beat
+              the champion; nothing when rft_rounds is 0)
     grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn, on the
               prompts whose completions score differently: a group of grpo_generations completions sampled from the
               latest adapter for each prompt in turn (at most GROUP_TRIES a step), until grpo_steps such prompts are
@@ -34,7 +35,9 @@ changed setting reruns its stage and every stage after it:
               own and the valid-action rate is counted) -> eval.jsonl; the champion's and the watched models'
               episodes step by step -> eval_steps/<policy>.jsonl; each watched model's agreement with the
               champion on the champion's train and holdout states (aaos.training.behaviour), for the final model and the
-              one before its last stage -> eval_probe/
+              one before its last stage -> eval_probe/; what each policy was -> eval_policies.json, so that a rerun
+              plays again only the models it retrained (keep_unchanged_evaluations) and an interrupted evaluation
+              resumes
     report    summary.json (settings, dataset sizes, the holdout rows with 95 % CIs, the gates, stage times, the
               watched policies' behaviour counts and, where the environment labels things, their label accuracy:
               aaos.training.behaviour), eval.csv, eval_steps.jsonl, plots/*.png
@@ -42,13 +45,16 @@ changed setting reruns its stage and every stage after it:
 `publish` then copies the evidence and the final adapter to where the project keeps them (results/training/<env>:
 the Training tab shows them, the Space's local agent loads the adapter).
 
-Everything is seeded: the same preset on the same machine gives the same datasets and evaluation episodes.
+A training stage that reruns, or no longer runs, first removes what an earlier run of it wrote (its rounds, logs),
+so that nothing of an earlier run is reported, published or trained on. Everything is seeded: the same preset on the
+same machine gives the same datasets and evaluation episodes.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import json
 import shlex
 import shutil
@@ -200,12 +206,11 @@ def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict
     return [entry for entry in trainer.state.log_history if keep(entry)]
 
 
-def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> None:
+def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> list[dict[str, Any]]:
     """Train a LoRA for `steps` optimizer steps on the SFT rows of `rows` (loss on the answer only), from the adapter
-    in `start` (None: a new one) -> adapters/<name>, <name>_log.csv."""
+    in `start` (None: a new one) -> adapters/<name>; the log, one entry a step (step, loss, learning_rate...)."""
     if run_.preset.decision_weight != 1.0:
-        _fit_weighted(run_, rows, steps, start, name)
-        return
+        return _fit_weighted(run_, rows, steps, start, name)
     import torch
     from datasets import Dataset
     from peft import PeftModel
@@ -233,7 +238,7 @@ def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: 
     _no_input_gradients(trainer.model)
     trainer.train()
     trainer.model.save_pretrained(str(_adapter(run_, name)))
-    _write_csv(_log_rows(trainer, lambda entry: "loss" in entry), run_.out / f"{name}_log.csv")
+    return _log_rows(trainer, lambda entry: "loss" in entry)
 
 
 def _lora(run_: Run, model: Any) -> Any:
@@ -246,7 +251,8 @@ def _lora(run_: Run, model: Any) -> Any:
                       task_type="CAUSAL_LM", target_modules=LORA_MODULES, layers_to_transform=list(top))
 
 
-def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> None:
+def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | None,
+                  name: str) -> list[dict[str, Any]]:
     """_fit with the loss weighted toward the decision tokens (aaos.training.weighted); rows are taken in a
     seeded shuffled order, grad_accumulation a step (batch_size is not used: one row a forward pass)."""
     from peft import PeftModel, get_peft_model
@@ -264,7 +270,17 @@ def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | Non
                for path in rows for row in read_jsonl(path)]
     log = fit(peft_model, encoded, steps, preset.grad_accumulation, preset.learning_rate, run_.seed)
     peft_model.save_pretrained(str(_adapter(run_, name)))
-    _write_csv(log, run_.out / f"{name}_log.csv")
+    return log
+
+
+def _forget(*written: Path) -> None:
+    """Remove the files and folders an earlier run of a stage wrote: a run that reruns the stage, or no longer runs
+    it, must not report, publish or train on them."""
+    for path in written:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _adapter(run_: Run, stage: str) -> Path:
@@ -279,7 +295,13 @@ def _latest(run_: Run, stage: str) -> Path:
 
 
 def sft(run_: Run) -> None:
-    _fit(run_, [run_.out / "sft.jsonl"], run_.preset.sft_steps, None, "sft")
+    _write_csv(_fit(run_, [run_.out / "sft.jsonl"], run_.preset.sft_steps, None, "sft"), run_.out / "sft_log.csv")
+
+
+def _round_log(log: Sequence[dict[str, Any]], round_: int, steps: int) -> list[dict[str, Any]]:
+    """A round's training log as its stage's log has it: the round named, the steps going on from the round
+    before."""
+    return [{"round": round_, **entry, "step": entry["step"] + round_ * steps} for entry in log]
 
 
 def dagger(run_: Run) -> None:
@@ -287,13 +309,15 @@ def dagger(run_: Run) -> None:
     from aaos.training.gguf_lora import write_gguf_lora
 
     preset = run_.preset
+    folder = run_.out / "dagger"
+    _forget(folder, run_.out / "dagger_log.csv")
     if "dagger" not in preset.trained():
         return
-    folder = run_.out / "dagger"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir()
     scenarios = _scenarios(run_.env, "train")
     per_round = -(-preset.dagger_episodes // len(scenarios))  # seeds a round, each new to the model
     rows = [run_.out / "sft.jsonl"]
+    log: list[dict[str, Any]] = []
     for round_ in range(preset.dagger_rounds):
         seeds = split_seeds("train", per_round, start=preset.train_seeds + round_ * per_round)
         metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
@@ -308,7 +332,8 @@ def dagger(run_: Run) -> None:
         finally:
             server.stop()
         rows.append(folder / f"round{round_}.jsonl")
-        _fit(run_, rows, preset.dagger_steps, start, "dagger")
+        log += _round_log(_fit(run_, rows, preset.dagger_steps, start, "dagger"), round_, preset.dagger_steps)
+    _write_csv(log, run_.out / "dagger_log.csv")
 
 
 def rft(run_: Run) -> None:
@@ -317,16 +342,17 @@ def rft(run_: Run) -> None:
     from aaos.training.rft import StateLog, state_rows
 
     preset = run_.preset
-    (run_.out / "rft_samples.csv").unlink(missing_ok=True)  # an earlier run's, which this one must not report
+    folder = run_.out / "rft"
+    _forget(folder, run_.out / "rft_samples.csv", run_.out / "rft_log.csv")
     if "rft" not in preset.trained():
         return
-    folder = run_.out / "rft"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir()
     scenarios = _scenarios(run_.env, "train")
     per_round = -(-preset.rft_episodes // len(scenarios))
     first_seed = preset.train_seeds + preset.dagger_rounds * -(-preset.dagger_episodes // len(scenarios))
     rows = [run_.out / "sft.jsonl", *sorted((run_.out / "dagger").glob("round*.jsonl"))]
     lines: list[dict[str, Any]] = []
+    log: list[dict[str, Any]] = []
     for round_ in range(preset.rft_rounds):
         seeds = split_seeds("train", per_round, start=first_seed + round_ * per_round)
         metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
@@ -346,7 +372,8 @@ def rft(run_: Run) -> None:
             server.stop()
         write_jsonl(state_rows(states), folder / f"states{round_}.jsonl")
         rows.append(folder / f"round{round_}.jsonl")
-        _fit(run_, rows, preset.rft_steps, start, "rft")
+        log += _round_log(_fit(run_, rows, preset.rft_steps, start, "rft"), round_, preset.rft_steps)
+    _write_csv(log, run_.out / "rft_log.csv")
     _write_csv(lines, run_.out / "rft_samples.csv")
 
 
@@ -375,8 +402,7 @@ def grpo(run_: Run) -> None:
     from aaos.training import reward_fn
 
     preset = run_.preset
-    for written in ("grpo_groups.json", "grpo_log.csv"):  # an earlier run's, which this one must not report
-        (run_.out / written).unlink(missing_ok=True)
+    _forget(run_.out / "grpo_groups.json", run_.out / "grpo_log.csv")
     if "grpo" not in preset.trained():
         return
     set_seed(run_.seed)
@@ -435,6 +461,7 @@ def model_config(server: LocalModelServer, decoding: Decoding) -> LLMConfig:
 def evaluate(run_: Run) -> None:
     scenarios, seeds = eval_plan(run_)
     out = run_.out / "eval.jsonl"
+    keep_unchanged_evaluations(run_)
     for name in BASELINES:
         jobs = plan_jobs([name], [run_.task], scenarios, seeds, ("holdout",), run_.env)
         steps = run_.out / "eval_steps" / f"{name}.jsonl" if name == WATCHED_BASELINE else None
@@ -449,10 +476,60 @@ def evaluate(run_: Run) -> None:
                 progress=lambda done, total, record: print(
                     f"{record['policy']:<10} {record['scenario']:<26} seed {record['seed']}  "
                     f"score {record['score']:.3f}  [{done}/{total}]", flush=True))
-            if name in run_.preset.trained()[-2:]:  # the final model and the one before its last stage
+            probe = run_.out / "eval_probe" / f"{name}.json"
+            if name in run_.preset.trained()[-2:] and not probe.exists():  # the final model and the one before it
                 _probe(run_, name, spec, len(jobs))
         finally:
             server.stop()
+
+
+EVALUATED = "eval_policies.json"
+"""The run folder's record of what each policy in eval.jsonl was ("policies": evaluation_keys), so that a rerun keeps
+the evaluation of every model it did not retrain, and of the policies whose earlier episodes the last evaluation
+kept ("kept"), which the summary names."""
+
+
+def evaluation_keys(run_: Run) -> dict[str, str]:
+    """What each policy the evaluation plays is, as far as its episodes depend on it: the evaluation plan and the
+    environment's version, and the policy's name or, for a model, its adapter's bytes and its decoding."""
+    scenarios, seeds = eval_plan(run_)
+    plan = [run_.env, aaos.spec(run_.env).version, run_.task, scenarios, seeds, MODE]
+
+    def key(name: str, model: tuple[str | None, Decoding] | None) -> str:
+        adapter, decoding = model or (None, None)
+        digest = hashlib.sha256((run_.out / f"{adapter}.gguf").read_bytes()).hexdigest() if adapter else None
+        return hashlib.sha256(json.dumps([*plan, name, model is not None, digest, decoding]).encode()).hexdigest()
+
+    return {**{name: key(name, None) for name in BASELINES},
+            **{name: key(name, model) for name, model in run_.preset.evaluated().items()}}
+
+
+def keep_unchanged_evaluations(run_: Run) -> None:
+    """Keep in eval.jsonl, eval_steps/ and eval_probe/ only what is of a policy that is the same as when it was
+    played (evaluation_keys): the episodes of the models a rerun did not retrain are not played again, and an
+    interrupted evaluation resumes; then record what each policy now is (EVALUATED)."""
+    now, before = evaluation_keys(run_), (_read_json(run_.out / EVALUATED) or {"policies": {}})["policies"]
+    same = {name for name, key in now.items() if before.get(name) == key}
+    out = run_.out / "eval.jsonl"
+    if out.exists():
+        lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
+        pruned = out.with_suffix(".kept")
+        pruned.write_text("".join(line for line in lines if _policy_of(line) in same), encoding="utf-8")
+        pruned.replace(out)
+    for folder in ("eval_steps", "eval_probe"):
+        for path in (run_.out / folder).glob("*.json*"):
+            if path.stem not in same:
+                path.unlink()
+    kept = [name for name in now if name in {r["policy"] for r in read_records(out)}]
+    (run_.out / EVALUATED).write_text(json.dumps({"policies": now, "kept": kept}, indent=2), encoding="utf-8")
+
+
+def _policy_of(line: str) -> str | None:
+    """The policy of an eval.jsonl line (None for a line cut short by a crash, which read_records skips too)."""
+    try:
+        return str(json.loads(line)["policy"])
+    except json.JSONDecodeError:
+        return None
 
 
 def _probe(run_: Run, name: str, spec: PolicySpec, count: int) -> None:
@@ -535,6 +612,7 @@ def report(run_: Run) -> dict[str, Any]:
         "gate_vs_untrained": gate(rows, final, champion="untrained").to_dict(),
         "gate_vs_champion": gate(rows, final, champion="heuristic").to_dict(),
         "stage_seconds": {stage: run_.seconds(stage) for stage in STAGES[:-1]},
+        "evaluation_kept": (_read_json(run_.out / EVALUATED) or {"kept": []})["kept"],
         "behaviour": {name: behaviour(kept, spec) for name, kept in episodes.items() if kept},
         "labels": {name: tally(label for episode in kept for label in episode_labels(episode))
                    for name, kept in episodes.items() if kept and kit_of(run_.env).labels is not None},
@@ -608,10 +686,6 @@ def train(run_: Run, log: Callable[[str], None] = print) -> dict[str, Any]:
         if not rerun and stage != "report" and run_.done(stage):
             log(f"[{stage}] done before with these settings: skipped")
             continue
-        if stage == "evaluate" and rerun:
-            (run_.out / "eval.jsonl").unlink(missing_ok=True)  # its records are of the models trained before
-            for folder in ("eval_steps", "eval_probe"):
-                shutil.rmtree(run_.out / folder, ignore_errors=True)
         rerun.append(stage)
         log(f"[{stage}] ...")
         started = time.perf_counter()

@@ -65,7 +65,10 @@ def _share(value: float | None) -> str:
 
 
 def _minutes(summary: Summary) -> str:
-    return f"{sum(s for s in summary['stage_seconds'].values() if s is not None) / 60:.0f} min"
+    """The run's time: its stages' seconds, less the evaluation of policies an earlier run played (which it says)."""
+    minutes = f"{sum(s for s in summary['stage_seconds'].values() if s is not None) / 60:.0f} min"
+    kept = summary.get("evaluation_kept", [])
+    return minutes + (f" and {len(kept)} policies' evaluation an earlier run played" if kept else "")
 
 
 def _stages(summary: Summary) -> str:

@@ -54,6 +54,8 @@ TRAINING_ABOUT = (
     "LoRA adapter. {later}The model reads {mode} prompts and decides every role's action in one answer. Then "
     "noop, random, the champion and the model (untrained and after each training stage) played the same holdout "
     "episodes, whose seeds draw variants never trained on. Time: {stages}; {minutes:.1f} min in all.")
+TRAINING_KEPT = (" The evaluation did not play again the episodes of {policies}, which an earlier run of it had "
+                 "played with the same models; its time is of the others.")
 TRAINING_LATER: dict[str, str] = {
     "dagger": "Then DAgger: the model played training episodes of its own, the champion said what it would have done "
               "in each of the states the model reached ({dagger_rows:,} examples), and training went on over both. ",

@@ -109,6 +109,8 @@ class Summary(_Strict):
     beats_random: bool
     gate_vs_champion: Gate
     stage_seconds: dict[str, float | None]
+    evaluation_kept: list[str] = []
+    """The policies whose evaluation episodes were played by an earlier run of the stage (the same models)."""
 
 
 def _repo_path(path: Path) -> str:
@@ -232,6 +234,9 @@ def about(spec: EnvSpec, summary: Summary) -> str:
                       for stage in summary.trained if stage in prose.TRAINING_LATER),
         mode=summary.mode, stages=stages or "not recorded",
         minutes=sum(timed.values()) / 60)
+    if summary.evaluation_kept:
+        kept = ", ".join(names.policy_name(policy, summary.final) for policy in summary.evaluation_kept)
+        text += prose.TRAINING_KEPT.format(policies=kept)
     return f'<div class="aaos-training-about"><p>{esc(text)}</p></div>'
 
 
