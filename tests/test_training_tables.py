@@ -71,6 +71,11 @@ def test_the_tables_read_each_figure_from_the_summary() -> None:
                            "46 min (cpu) |")
     continued = tables.overview({"org": made | {"evaluation_kept": ["noop", "sft"]}}).splitlines()[2]
     assert continued.endswith("| 46 min and 2 policies' evaluation an earlier run played (cpu) |")
+    sft_then_rft = made | {"trained": ["sft", "rft"], "final": "rft",
+                           "holdout": [row | {"policy": "rft"} if row["policy"] == "dagger" else row
+                                       for row in made["holdout"]]}
+    imitation = tables.overview({"org": sft_then_rft}).splitlines()[2].split(" | ")[6]
+    assert imitation == "0.600 [0.560, 0.650] (SFT)"  # no DAgger in this run: imitation alone is SFT's model
     detail = tables.detail(made, standing()).splitlines()
     assert detail[0].startswith("| rank | policy |") and detail[0].endswith("| business_success | collaboration |")
     shipped = next(line for line in detail if "(shipped)" in line)

@@ -9,6 +9,7 @@ fails while a block says anything else, so the documents cannot drift from the e
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -82,8 +83,21 @@ def _final(summary: Summary) -> str:
     return "shipped" if summary["beats_untrained"] else "not published: not clear of the untrained model"
 
 
-IMITATION = "dagger"
-"""The stage that only copies the champion (SFT, then DAgger); a reward-driven stage after it is compared with it."""
+IMITATION = ("sft", "dagger")
+"""The stages that only copy the champion; the model after the last of them that a run trained is what a
+reward-driven stage after it is compared with."""
+
+
+def _imitation(summary: Summary) -> str | None:
+    """The run's model after imitation alone, where a reward-driven stage came after it (else None)."""
+    copied = [stage for stage in summary["trained"] if stage in IMITATION]
+    return copied[-1] if summary["final"] not in IMITATION else None
+
+
+def _copied(summary: Summary) -> str:
+    """How the imitation column names a run's imitation where it is not SFT+DAgger."""
+    copied = tuple(stage for stage in summary["trained"] if stage in IMITATION)
+    return "" if copied == IMITATION else f" ({'+'.join(STAGE_NAMES[stage] for stage in copied)})"
 
 
 def overview(found: Mapping[str, Summary]) -> str:
@@ -96,7 +110,7 @@ def overview(found: Mapping[str, Summary]) -> str:
     for env, summary in found.items():
         rows = _rows(summary)
         final = rows[summary["final"]]
-        imitation = _score(rows[IMITATION]) if summary["final"] != IMITATION and IMITATION in rows else "—"
+        imitation = "—" if _imitation(summary) is None else f"{_score(rows[_imitation(summary)])}{_copied(summary)}"
         name = f"{label(summary['final'], summary['final'])}, {_stages(summary)}" + (
             "" if summary["beats_untrained"] else f", {_final(summary)}")
         lines.append(
@@ -165,9 +179,12 @@ def render(text: str, found: Mapping[str, Summary], ranked: Mapping[str, Standin
 
 def main(argv: Sequence[str] | None = None, root: Path = Path(".")) -> int:
     """Rewrite the training blocks of the documents (or of the paths given); prints each file it changed."""
+    parser = argparse.ArgumentParser(prog="python -m aaos.training.tables", description=main.__doc__)
+    parser.add_argument("paths", nargs="*", help=f"documents to rewrite (default: {', '.join(DOCUMENTS)})")
+    paths = parser.parse_args(argv).paths
     found = summaries()
     ranked = standings(found)
-    for name in argv or DOCUMENTS:
+    for name in paths or DOCUMENTS:
         path = root / name
         text = path.read_text(encoding="utf-8")
         new = render(text, found, ranked)
