@@ -88,16 +88,14 @@ IMITATION = ("sft", "dagger")
 reward-driven stage after it is compared with."""
 
 
-def _imitation(summary: Summary) -> str | None:
-    """The run's model after imitation alone, where a reward-driven stage came after it (else None)."""
-    copied = [stage for stage in summary["trained"] if stage in IMITATION]
-    return copied[-1] if summary["final"] not in IMITATION else None
-
-
-def _copied(summary: Summary) -> str:
-    """How the imitation column names a run's imitation where it is not SFT+DAgger."""
+def _imitation(summary: Summary) -> str:
+    """The score of the run's model after imitation alone, where a reward-driven stage came after it ("—" where
+    not), with the imitation's stages where they are not SFT+DAgger."""
     copied = tuple(stage for stage in summary["trained"] if stage in IMITATION)
-    return "" if copied == IMITATION else f" ({'+'.join(STAGE_NAMES[stage] for stage in copied)})"
+    if summary["final"] in IMITATION:
+        return "—"
+    named = "" if copied == IMITATION else f" ({'+'.join(STAGE_NAMES[stage] for stage in copied)})"
+    return _score(_rows(summary)[copied[-1]]) + named
 
 
 def overview(found: Mapping[str, Summary]) -> str:
@@ -110,13 +108,12 @@ def overview(found: Mapping[str, Summary]) -> str:
     for env, summary in found.items():
         rows = _rows(summary)
         final = rows[summary["final"]]
-        imitation = "—" if _imitation(summary) is None else f"{_score(rows[_imitation(summary)])}{_copied(summary)}"
         name = f"{label(summary['final'], summary['final'])}, {_stages(summary)}" + (
             "" if summary["beats_untrained"] else f", {_final(summary)}")
         lines.append(
             f"| {env}, {summary['task']} | {final['episodes']} | {_score(rows['noop'], False)} | "
             f"{_score(rows['random'])} | {_score(rows['heuristic'], False)} | {_score(rows['untrained'], False)} | "
-            f"{imitation} | **{_score(final)}** ({name}) | {'yes' if summary['beats_random'] else 'no'} | "
+            f"{_imitation(summary)} | **{_score(final)}** ({name}) | {'yes' if summary['beats_random'] else 'no'} | "
             f"{final['hard_violations_per_episode']:.2f} | {_minutes(summary)} ({summary['preset']}) |")
     return "\n".join(lines) + "\n"
 
