@@ -511,16 +511,18 @@ def keep_unchanged_evaluations(run_: Run) -> None:
     now, before = evaluation_keys(run_), (_read_json(run_.out / EVALUATED) or {"policies": {}})["policies"]
     same = {name for name, key in now.items() if before.get(name) == key}
     out = run_.out / "eval.jsonl"
+    lines = out.read_text(encoding="utf-8").splitlines(keepends=True) if out.exists() else []
+    lines = [line for line in lines if _policy_of(line) in same]
     if out.exists():
-        lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
         pruned = out.with_suffix(".kept")
-        pruned.write_text("".join(line for line in lines if _policy_of(line) in same), encoding="utf-8")
+        pruned.write_text("".join(lines), encoding="utf-8")
         pruned.replace(out)
     for folder in ("eval_steps", "eval_probe"):
         for path in (run_.out / folder).glob("*.json*"):
             if path.stem not in same:
                 path.unlink()
-    kept = [name for name in now if name in {r["policy"] for r in read_records(out)}]
+    played = set(map(_policy_of, lines))
+    kept = [name for name in now if name in played]
     (run_.out / EVALUATED).write_text(json.dumps({"policies": now, "kept": kept}, indent=2), encoding="utf-8")
 
 
