@@ -306,13 +306,13 @@ def _round_log(log: Sequence[dict[str, Any]], round_: int, steps: int) -> list[d
 
 def dagger(run_: Run) -> None:
     """DAgger (see the module docstring); round r's model is served from dagger/round<r>.gguf."""
-    from aaos.training.gguf_lora import write_gguf_lora
-
     preset = run_.preset
     folder = run_.out / "dagger"
     _forget(folder, run_.out / "dagger_log.csv")
     if "dagger" not in preset.trained():
         return
+    from aaos.training.gguf_lora import write_gguf_lora
+
     folder.mkdir()
     scenarios = _scenarios(run_.env, "train")
     per_round = -(-preset.dagger_episodes // len(scenarios))  # seeds a round, each new to the model
@@ -338,14 +338,14 @@ def dagger(run_: Run) -> None:
 
 def rft(run_: Run) -> None:
     """Rejection-sampling fine-tuning (see the module docstring); round r's model is served from rft/round<r>.gguf."""
-    from aaos.training.gguf_lora import write_gguf_lora
-    from aaos.training.rft import StateLog, state_rows
-
     preset = run_.preset
     folder = run_.out / "rft"
     _forget(folder, run_.out / "rft_samples.csv", run_.out / "rft_log.csv")
     if "rft" not in preset.trained():
         return
+    from aaos.training.gguf_lora import write_gguf_lora
+    from aaos.training.rft import StateLog, state_rows
+
     folder.mkdir()
     scenarios = _scenarios(run_.env, "train")
     per_round = -(-preset.rft_episodes // len(scenarios))
@@ -393,6 +393,10 @@ def _rft_episodes(metas: Sequence[EpisodeMeta], learner: PolicySpec, samplers: S
 
 
 def grpo(run_: Run) -> None:
+    preset = run_.preset
+    _forget(run_.out / "grpo_groups.json", run_.out / "grpo_log.csv")
+    if "grpo" not in preset.trained():
+        return
     import torch
     from datasets import load_dataset
     from peft import PeftModel
@@ -401,10 +405,6 @@ def grpo(run_: Run) -> None:
 
     from aaos.training import reward_fn
 
-    preset = run_.preset
-    _forget(run_.out / "grpo_groups.json", run_.out / "grpo_log.csv")
-    if "grpo" not in preset.trained():
-        return
     set_seed(run_.seed)
     data = load_dataset("json", data_files=str(run_.out / "grpo.jsonl"), split="train").shuffle(seed=run_.seed)
     base, tokenizer = _base_model()
