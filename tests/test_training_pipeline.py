@@ -58,16 +58,19 @@ def test_the_datasets_are_the_same_on_every_run_and_answer_in_compact_mode(tmp_p
 
 
 def test_set_changes_only_the_fields_it_names_and_the_label_says_which() -> None:
-    label, preset = overridden("cpu-long", ["rft_rounds=2", " lora_layers = none", "learning_rate=5e-4"])
-    assert label == "cpu-long rft_rounds=2 lora_layers=none learning_rate=5e-4"
-    assert preset == dataclasses.replace(PRESETS["cpu-long"], rft_rounds=2, lora_layers=None, learning_rate=5e-4)
+    label, preset = overridden("cpu-long", ["rft_rounds=2", " lora_layers = none", "learning_rate=5e-4",
+                                            "rft_keep=learner"])
+    assert label == "cpu-long rft_rounds=2 lora_layers=none learning_rate=5e-4 rft_keep=learner"
+    assert preset == dataclasses.replace(PRESETS["cpu-long"], rft_rounds=2, lora_layers=None, learning_rate=5e-4,
+                                         rft_keep="learner")
     assert overridden("cpu", []) == ("cpu", PRESETS["cpu"])
 
 
 @pytest.mark.parametrize(("assignment", "said"), [
     ("rft_round=2", "FIELD one of train_seeds"), ("rft_rounds", "FIELD=VALUE"),
     ("rft_rounds=two", "rft_rounds takes an integer, got 'two'"), ("learning_rate=fast", "takes a number"),
-    ("rft_rounds=-1", "must be at least 0"), ("batch_size=0", "batch_size must be at least 1")])
+    ("rft_rounds=-1", "must be at least 0"), ("batch_size=0", "batch_size must be at least 1"),
+    ("rft_keep=teacher", "rft_keep takes one of champion, learner, got 'teacher'")])
 def test_a_bad_set_is_refused_before_anything_is_written(tmp_path: Path, assignment: str, said: str,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"

@@ -40,11 +40,11 @@ def test_the_row_holds_the_best_rewarded_answer_and_never_one_the_reward_ranks_b
     spec = aaos.spec(META.env)
     assert rows and [log.step for log in logs] == list(range(len(logs)))
     assert all(log.best >= log.champion and log.best >= log.greedy for log in logs)
-    assert all((log.source == "sample") == (log.best > log.champion) for log in logs)
+    assert all((log.source != "champion") == (log.best > log.champion) for log in logs)
     assert any(log.greedy < log.champion for log in logs)  # random is worse than the champion somewhere
     env = aaos.make(META.task, scenario=META.scenario, seed=META.seed, env=META.env)
     observation = env.reset()
-    chosen = "random" if logs[0].source == "sample" else "heuristic"  # the sampler is the learner's twin here
+    chosen = "random" if logs[0].source != "champion" else "heuristic"  # the sampler is the learner's twin here
     policy = aaos.policies.make(chosen, seed=META.seed, env=META.env)
     policy.reset(META.seed)
     policy.bind(env)
@@ -52,7 +52,19 @@ def test_the_row_holds_the_best_rewarded_answer_and_never_one_the_reward_ranks_b
     assert rows[0]["step"] == 0 and first == policy.act(observation)
     line = log_row(0, logs)
     assert line["states"] == len(logs) and line["best"] >= line["champion"]
-    assert line["sample_wins"] == sum(log.source == "sample" for log in logs)
+    assert line["sample_wins"] == sum(log.source != "champion" for log in logs)
+
+
+def test_kept_by_the_learner_a_row_holds_the_champions_answer_only_where_it_scores_more() -> None:
+    logs: list[StateLog] = []
+    rows = list(rft_rows(META, baseline("random"), [baseline("random")], "compact", logs, keep="learner"))
+    assert rows and all(log.best == max(log.greedy, log.champion, log.best) for log in logs)
+    assert all((log.source == "learner") == (log.best == log.greedy) for log in logs)
+    assert all((log.source == "champion") == (log.champion > log.greedy) for log in logs)
+    assert {"learner", "champion"} <= {log.source for log in logs}  # random ties the champion, and loses
+    champion_kept: list[StateLog] = []
+    list(rft_rows(META, baseline("random"), [baseline("random")], "compact", champion_kept))
+    assert [log.source for log in champion_kept] != [log.source for log in logs]
 
 
 @pytest.mark.parametrize(("target", "options", "expected"), [

@@ -367,7 +367,8 @@ def rft(run_: Run) -> None:
             samplers = [PolicySpec(f"sample{k}", "llm", dataclasses.replace(
                 greedy, temperature=preset.rft_temperature, seed=1 + k)) for k in range(preset.rft_samples)]
 
-            write_jsonl(_rft_episodes(metas, learner, samplers, round_, lines, states), folder / f"round{round_}.jsonl")
+            write_jsonl(_rft_episodes(metas, learner, samplers, preset.rft_keep, round_, lines, states),
+                        folder / f"round{round_}.jsonl")
         finally:
             server.stop()
         write_jsonl(state_rows(states), folder / f"states{round_}.jsonl")
@@ -377,15 +378,15 @@ def rft(run_: Run) -> None:
     _write_csv(lines, run_.out / "rft_samples.csv")
 
 
-def _rft_episodes(metas: Sequence[EpisodeMeta], learner: PolicySpec, samplers: Sequence[PolicySpec], round_: int,
-                  lines: list[dict[str, Any]], states: list[Any]) -> Iterator[dict[str, Any]]:
+def _rft_episodes(metas: Sequence[EpisodeMeta], learner: PolicySpec, samplers: Sequence[PolicySpec], keep: str,
+                  round_: int, lines: list[dict[str, Any]], states: list[Any]) -> Iterator[dict[str, Any]]:
     """The RFT rows of a round's episodes, appending each episode's line of rft_samples.csv to `lines` and its
     states' logs to `states`."""
     from aaos.training.rft import StateLog, log_row, rft_rows
 
     for meta in metas:
         logs: list[StateLog] = []
-        yield from rft_rows(meta, learner, samplers, MODE, logs)
+        yield from rft_rows(meta, learner, samplers, MODE, logs, keep)
         states.extend(logs)
         lines.append({"episode": len(lines) + 1, "scenario": meta.scenario, "seed": meta.seed,
                       **log_row(round_, logs)})

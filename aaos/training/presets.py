@@ -33,7 +33,9 @@ class Preset:
     (aaos.training.weighted; 1: every answer token alike, through TRL's SFTTrainer). rft_rounds: rounds of
     rejection-sampling fine-tuning (aaos.training.rft; 0: none), each of rft_episodes episodes the model plays on
     train seeds new to it, rft_samples answers sampled at rft_temperature at every state, and rft_steps optimizer
-    steps."""
+    steps; rft_keep: whose answer a state's row holds unless another scores more by the rollout reward ("champion",
+    as in DAgger, or "learner": the model's own greedy answer, so the champion's is learned only where it scores
+    more)."""
 
     train_seeds: int
     sft_steps: int
@@ -59,6 +61,7 @@ class Preset:
     rft_steps: int = 0
     rft_samples: int = 4
     rft_temperature: float = 1.0
+    rft_keep: str = dataclasses.field(default="champion", metadata={"choices": ("champion", "learner")})
 
     def trained(self) -> tuple[str, ...]:
         """The training stages this preset runs, in order (SFT always)."""
@@ -89,7 +92,7 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
             "max_length", "decision_weight"),
     "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps"),
-    "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature"),
+    "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature", "rft_keep"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
 }
@@ -128,8 +131,14 @@ AT_LEAST_ONE = frozenset({"batch_size", "grad_accumulation", "lora_rank", "lora_
 
 
 def _value(field: dataclasses.Field[object], text: str) -> object:
-    """A preset field's value from its command-line text (the field's type: int, float, or int | None)."""
+    """A preset field's value from its command-line text (the field's type: int, float, int | None, or str with
+    its choices in the field's metadata)."""
     kind = str(field.type)
+    if kind == "str":
+        if text not in field.metadata["choices"]:
+            raise ValueError(f"preset field {field.name} takes one of {', '.join(field.metadata['choices'])}, "
+                             f"got {text!r}")
+        return text
     if kind == "int | None" and text.lower() == "none":
         return None
     try:

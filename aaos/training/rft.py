@@ -3,9 +3,15 @@
 The model plays an episode greedily, as it is evaluated. At every state it reaches, `samples` answers are drawn
 from it at a temperature, and each distinct one, the model's greedy answer and the champion's are scored by the
 rollout reward (aaos.training.rollout: the answer is applied, the champion plays on to the horizon, the score
-there). The row's answer is the best of them, the champion's on a tie: where the environment says a sampled
-answer beats the teacher, the model learns its own better answer; elsewhere it learns the champion's, as in
-DAgger (aaos.training.dagger), so the stage never trains on an answer the reward ranks below the champion's.
+there). The row's answer is the best of them, the kept one's on a tie (`keep`):
+
+- "champion": where the environment says a sampled answer beats the teacher, the model learns its own better
+  answer; elsewhere it learns the champion's, as in DAgger (aaos.training.dagger), so the stage never trains on an
+  answer the reward ranks below the champion's.
+- "learner": the model keeps its own greedy answer unless the champion's or a sample scores more. The champion
+  makes up for a wasted step when it plays on, so its answer often only ties the model's; those ties teach the
+  champion's habits (on chief_of_staff, a check-in after every misaligned booking) that a small model copies where
+  they do not apply. Here only what the reward ranks higher is taught.
 
 Each state is logged (`StateLog`): the mean reward of the samples, the champion's, the greedy answer's and the
 best's, so a run shows whether the sampled reward rises round after round and how often the samples beat the
@@ -45,7 +51,7 @@ class StateLog:
     greedy: float
     best: float
     source: str
-    """Whose answer the row holds: "champion" or "sample"."""
+    """Whose answer the row holds: "champion", "learner" (its greedy answer) or "sample"."""
 
 
 def rollout_reward(snapshot: dict[str, Any], joint: JointAction) -> float:
@@ -60,10 +66,10 @@ def _key(joint: JointAction) -> str:
 
 
 def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySpec], mode: Mode,
-             logs: list[StateLog]) -> Iterator[dict[str, Any]]:
+             logs: list[StateLog], keep: str = "champion") -> Iterator[dict[str, Any]]:
     """Play one episode with the greedy `learner`; at each state yield the rows of the best-rewarded answer among
-    the champion's, the learner's and the samplers' (module docstring), appending each state's StateLog to
-    `logs`."""
+    the champion's, the learner's and the samplers', `keep`'s on a tie (module docstring), appending each state's
+    StateLog to `logs`."""
     env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
     champion = aaos.policies.make("heuristic", seed=meta.seed, env=meta.env)
     model = build_policy(learner, meta.env, meta.seed)
@@ -83,13 +89,14 @@ def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySp
             for joint in (label, greedy, *samples):
                 if _key(joint) not in scored:
                     scored[_key(joint)] = rollout_reward(snapshot, joint)
+            kept = label if keep == "champion" else greedy
             best = max((label, greedy, *samples), key=lambda joint: scored[_key(joint)])
-            if scored[_key(best)] <= scored[_key(label)]:
-                best = label
+            if scored[_key(best)] <= scored[_key(kept)]:
+                best = kept
             logs.append(StateLog(meta.scenario, meta.seed, step,
                                  sum(scored[_key(s)] for s in samples) / len(samples) if samples else 0.0,
                                  scored[_key(label)], scored[_key(greedy)], scored[_key(best)],
-                                 "champion" if best is label else "sample"))
+                                 "champion" if best is label else "learner" if best is greedy else "sample"))
             yield from labelled_rows(env, seen, best, meta, step, mode)
             joint = copy.deepcopy(greedy)
             result = env.step(greedy)
@@ -108,7 +115,7 @@ def log_row(round_: int, logs: Sequence[StateLog]) -> dict[str, Any]:
     return {"round": round_, "states": n,
             **{name: round(sum(getattr(log, name) for log in logs) / n, 6) if n else None
                for name in ("sampled", "champion", "greedy", "best")},
-            "sample_wins": sum(log.source == "sample" for log in logs)}
+            "sample_wins": sum(log.best > log.champion for log in logs)}
 
 
 def state_rows(logs: Sequence[StateLog]) -> list[dict[str, Any]]:
