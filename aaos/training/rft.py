@@ -14,8 +14,8 @@ there). The row's answer is the best of them, the kept one's on a tie (`keep`):
   they do not apply. Here only what the reward ranks higher is taught.
 
 Each state is logged (`StateLog`): the mean reward of the samples, the champion's, the greedy answer's and the
-best's, so a run shows whether the sampled reward rises round after round and how often the samples beat the
-teacher.
+best's, so a run shows whether the sampled reward rises round after round and how often the model's own answers
+(sampled or greedy) beat the teacher.
 """
 
 from __future__ import annotations
