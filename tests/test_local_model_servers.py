@@ -107,11 +107,14 @@ def test_a_benchmark_of_the_local_model_plays_the_same_episodes_at_any_concurren
 
 
 PARENT = """
-import sys, time
+import signal, sys, time
 from aaos.agents.local_model import shared_server
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C ends it, even where it inherits SIGINT ignored
 print(shared_server().process.pid, flush=True)
 time.sleep(3600)
 """
+"""A process that starts a model server and waits. A shell's background job inherits SIGINT ignored (and Python
+then keeps it ignored), so the script says what Ctrl-C does, as an interactive program's would."""
 
 
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
