@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from fake_openai import Script, free_port, serve
+from fake_openai import Script, serve
+from helpers import free_ports
 
 from aaos.bench.ray_backend import run_jobs_on_ray
 from aaos.bench.runner import Job, plan_jobs, read_records, run, run_jobs
@@ -61,10 +62,10 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
 def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
     """A real local Ray head with 2 CPUs on free ports, its files under the test's temporary folder."""
     pytest.importorskip("ray", reason='Ray is an optional extra: pip install "aaos[ray]"')
-    port, temp = free_port(), tmp_path_factory.mktemp("ray")
+    (port, dashboard, agent), temp = free_ports(3), tmp_path_factory.mktemp("ray")
     command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--num-cpus", "2",
                "--port", str(port),
-               "--dashboard-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
+               "--dashboard-port", str(dashboard), "--dashboard-agent-listen-port", str(agent),
                "--include-dashboard=false", "--disable-usage-stats", "--object-store-memory", str(200 * 2**20),
                "--temp-dir", str(temp)]
     log = temp / "head.log"

@@ -12,8 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fake_openai import free_port
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, free_port
 
 import aaos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import plotly.graph_objects as go
+from helpers import free_port
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from aaos.core.trajectory import state_hash
@@ -125,12 +125,6 @@ def run_benchmark(session: Session | None, policies: Sequence[str] = ("heuristic
 def fingerprint(session: Session) -> tuple[str, int, dict[str, Any]]:
     """What must not change after a rejected input: the state, the step count and the queue."""
     return state_hash(session.env.state()), session.step_count, dict(session.queue)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, poll: float = 0.1) -> None:
