@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import aaos
-from aaos.agents.local_model import ADAPTER_FILE
+from aaos.agents.local_model import ADAPTER_FILE, LocalModelServer
 from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
 from aaos.training.pipeline import (
@@ -26,6 +26,7 @@ from aaos.training.pipeline import (
     Run,
     collect,
     keep_unchanged_evaluations,
+    learner_config,
     publish,
 )
 from aaos.training.plots import PLOTS
@@ -66,11 +67,20 @@ def test_set_changes_only_the_fields_it_names_and_the_label_says_which() -> None
     assert overridden("cpu", []) == ("cpu", PRESETS["cpu"])
 
 
+def test_the_model_taught_decodes_as_the_preset_says_and_the_evaluation_as_ever() -> None:
+    server = LocalModelServer(port=1)  # never started: a config only names its address
+    _, free = overridden("cpu-long", ["learner_decoding=legal"])
+    assert learner_config(server, PRESETS["cpu-long"]).decoding == "safe"
+    assert learner_config(server, free).decoding == "legal" and learner_config(server, free).fallback == "noop"
+    assert free.evaluated() == PRESETS["cpu-long"].evaluated()
+
+
 @pytest.mark.parametrize(("assignment", "said"), [
     ("rft_round=2", "FIELD one of train_seeds"), ("rft_rounds", "FIELD=VALUE"),
     ("rft_rounds=two", "rft_rounds takes an integer, got 'two'"), ("learning_rate=fast", "takes a number"),
     ("rft_rounds=-1", "must be at least 0"), ("batch_size=0", "batch_size must be at least 1"),
-    ("rft_keep=teacher", "rft_keep takes one of champion, learner, got 'teacher'")])
+    ("rft_keep=teacher", "rft_keep takes one of champion, learner, got 'teacher'"),
+    ("learner_decoding=free", "learner_decoding takes one of legal, safe, got 'free'")])
 def test_a_bad_set_is_refused_before_anything_is_written(tmp_path: Path, assignment: str, said: str,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
@@ -88,8 +98,9 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
     assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger", "rft"]
     more_samples = dataclasses.replace(before, preset=dataclasses.replace(before.preset, rft_samples=9))
     assert [stage for stage in STAGES[:-1] if more_samples.done(stage)] == ["collect", "sft", "dagger"]
-    more_dagger = dataclasses.replace(before, preset=dataclasses.replace(before.preset, dagger_steps=9))
-    assert [stage for stage in STAGES[:-1] if more_dagger.done(stage)] == ["collect", "sft"]
+    for changed in ({"dagger_steps": 9}, {"learner_decoding": "legal"}):  # RFT's learner decodes as DAgger's
+        after = dataclasses.replace(before, preset=dataclasses.replace(before.preset, **changed))
+        assert [stage for stage in STAGES[:-1] if after.done(stage)] == ["collect", "sft"]
     other_seed = dataclasses.replace(before, seed=1)
     assert not any(other_seed.done(stage) for stage in STAGES)
 

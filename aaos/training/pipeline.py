@@ -62,7 +62,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aaos
 from aaos.agents.llm import Decoding, LLMConfig
@@ -326,7 +326,7 @@ def dagger(run_: Run) -> None:
         write_gguf_lora(start, folder / f"round{round_}.gguf")
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
         try:
-            learner = PolicySpec("learner", "llm", model_config(server, "safe"))
+            learner = PolicySpec("learner", "llm", learner_config(server, preset))
             labelled = (row for meta in metas for row in dagger_rows(meta, learner, MODE))
             write_jsonl(labelled, folder / f"round{round_}.jsonl")
         finally:
@@ -362,7 +362,7 @@ def rft(run_: Run) -> None:
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
         states: list[StateLog] = []
         try:
-            greedy = model_config(server, "safe")
+            greedy = learner_config(server, preset)
             learner = PolicySpec("learner", "llm", greedy)
             samplers = [PolicySpec(f"sample{k}", "llm", dataclasses.replace(
                 greedy, temperature=preset.rft_temperature, seed=1 + k)) for k in range(preset.rft_samples)]
@@ -457,6 +457,11 @@ def model_config(server: LocalModelServer, decoding: Decoding) -> LLMConfig:
     """How the evaluation asks the model: the local agent's settings in compact mode, greedy, with this decoding,
     and a role whose answer stays invalid does nothing (so that the score is the model's own)."""
     return dataclasses.replace(server.config(MODE), fallback="noop", decoding=decoding)
+
+
+def learner_config(server: LocalModelServer, preset: Preset) -> LLMConfig:
+    """How DAgger and RFT ask the model they teach: as the evaluation does, with the preset's learner_decoding."""
+    return model_config(server, cast(Decoding, preset.learner_decoding))
 
 
 def evaluate(run_: Run) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 from aaos.agents.llm import Decoding
 from aaos.training.plots import LEGAL
@@ -35,7 +36,11 @@ class Preset:
     train seeds new to it, rft_samples answers sampled at rft_temperature at every state, and rft_steps optimizer
     steps; rft_keep: whose answer a state's row holds unless another scores more by the rollout reward ("champion",
     as in DAgger, or "learner": the model's own greedy answer, so the champion's is learned only where it scores
-    more)."""
+    more). learner_decoding: what the model may write where it plays to be taught (DAgger's and RFT's episodes;
+    LLMConfig.decoding): "safe", only the calls the environment's guardrail admits, as every evaluated model but one;
+    "legal", every legal call, so it also reaches the states after calls the guardrail refuses and samples such
+    calls, where the champion's labels and the rollout reward teach it what to do instead (the score decoding
+    every legal call measures that)."""
 
     train_seeds: int
     sft_steps: int
@@ -62,6 +67,7 @@ class Preset:
     rft_samples: int = 4
     rft_temperature: float = 1.0
     rft_keep: str = dataclasses.field(default="champion", metadata={"choices": ("champion", "learner")})
+    learner_decoding: str = dataclasses.field(default="safe", metadata={"choices": get_args(Decoding)})
 
     def trained(self) -> tuple[str, ...]:
         """The training stages this preset runs, in order (SFT always)."""
@@ -91,7 +97,7 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "collect": ("train_seeds",),
     "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
             "max_length", "decision_weight"),
-    "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps"),
+    "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps", "learner_decoding"),
     "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature", "rft_keep"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
