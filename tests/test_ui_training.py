@@ -90,6 +90,10 @@ def test_the_view_shows_the_comparison_the_verdicts_the_run_and_its_command(samp
     assert shown.found and shown.command_label == prose.TRAINING_REPRODUCE
     assert shown.command == ("aaos train --env org --task org_simulation --preset cpu --seed 3 "
                              "--out runs/train/org-cpu --results results/training/org")
+    write_run(sample / "changed", sample_summary() | {"preset": "cpu-long sft_steps=240 rft_keep=learner"})
+    assert training_tab.view("org", sample / "changed").command == (
+        "aaos train --env org --task org_simulation --preset cpu-long --set sft_steps=240 --set rft_keep=learner "
+        "--seed 3 --out runs/train/org-cpu-long --results results/training/org")
 
     board = html_table(shown.table)
     scores, parts = shown.table.split(prose.TRAINING_COMPONENTS_TITLE)

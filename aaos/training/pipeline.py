@@ -659,10 +659,14 @@ PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "eval_steps.jsonl", "sft_
 
 
 def command(env: str, task: str, preset: str, seed: int = 0) -> str:
-    """The `aaos train` command that makes a run and publishes it where the project keeps its evidence."""
+    """The `aaos train` command that makes a run and publishes it where the project keeps its evidence; `preset`
+    is the run's preset label, its name then any changed fields ("cpu-long sft_steps=240", aaos.training.presets.
+    overridden), which the command gives as --set options."""
+    name, *assignments = preset.split()
     seeded = [] if seed == 0 else ["--seed", str(seed)]
-    return shlex.join(["aaos", "train", "--env", env, "--task", task, "--preset", preset, *seeded,
-                       "--out", f"runs/train/{env}-{preset}", "--results", f"results/training/{env}"])
+    changed = [part for assignment in assignments for part in ("--set", assignment)]
+    return shlex.join(["aaos", "train", "--env", env, "--task", task, "--preset", name, *changed, *seeded,
+                       "--out", f"runs/train/{env}-{name}", "--results", f"results/training/{env}"])
 
 
 def publish(run_: Run, dest: Path) -> None:
