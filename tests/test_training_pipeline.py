@@ -60,10 +60,12 @@ def test_the_datasets_are_the_same_on_every_run_and_answer_in_compact_mode(tmp_p
 
 def test_set_changes_only_the_fields_it_names_and_the_label_says_which() -> None:
     label, preset = overridden("cpu-long", ["rft_rounds=2", " lora_layers = none", "learning_rate=5e-4",
-                                            "rft_keep=learner"])
-    assert label == "cpu-long rft_rounds=2 lora_layers=none learning_rate=5e-4 rft_keep=learner"
+                                            "rft_keep=learner", "refine_learning_rate=2e-4"])
+    assert label == "cpu-long rft_rounds=2 lora_layers=none learning_rate=5e-4 rft_keep=learner " \
+                    "refine_learning_rate=2e-4"
     assert preset == dataclasses.replace(PRESETS["cpu-long"], rft_rounds=2, lora_layers=None, learning_rate=5e-4,
-                                         rft_keep="learner")
+                                         rft_keep="learner", refine_learning_rate=2e-4)
+    assert overridden("mini", ["refine_learning_rate=None"])[1].refine_learning_rate is None
     assert overridden("cpu", []) == ("cpu", PRESETS["cpu"])
 
 
@@ -80,7 +82,8 @@ def test_the_model_taught_decodes_as_the_preset_says_and_the_evaluation_as_ever(
     ("rft_rounds=two", "rft_rounds takes an integer, got 'two'"), ("learning_rate=fast", "takes a number"),
     ("rft_rounds=-1", "must be at least 0"), ("batch_size=0", "batch_size must be at least 1"),
     ("rft_keep=teacher", "rft_keep takes one of champion, learner, got 'teacher'"),
-    ("learner_decoding=free", "learner_decoding takes one of legal, safe, got 'free'")])
+    ("learner_decoding=free", "learner_decoding takes one of legal, safe, got 'free'"),
+    ("refine_learning_rate=slow", "refine_learning_rate takes a number or none, got 'slow'")])
 def test_a_bad_set_is_refused_before_anything_is_written(tmp_path: Path, assignment: str, said: str,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
@@ -98,7 +101,7 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
     assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger", "rft"]
     more_samples = dataclasses.replace(before, preset=dataclasses.replace(before.preset, rft_samples=9))
     assert [stage for stage in STAGES[:-1] if more_samples.done(stage)] == ["collect", "sft", "dagger"]
-    for changed in ({"dagger_steps": 9}, {"learner_decoding": "legal"}):  # RFT's learner decodes as DAgger's
+    for changed in ({"dagger_steps": 9}, {"learner_decoding": "legal"}, {"refine_learning_rate": 9e-4}):
         after = dataclasses.replace(before, preset=dataclasses.replace(before.preset, **changed))
         assert [stage for stage in STAGES[:-1] if after.done(stage)] == ["collect", "sft"]
     other_seed = dataclasses.replace(before, seed=1)
@@ -207,7 +210,13 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     for name in PLOTS:
         assert (out / "plots" / name).read_bytes().startswith(PNG), name
     with (out / "sft_log.csv").open(encoding="utf-8") as handle:
-        assert [int(row["step"]) for row in csv.DictReader(handle)] == [1, 2]
+        sft_log = list(csv.DictReader(handle))
+    assert [int(row["step"]) for row in sft_log] == [1, 2]
+    assert float(sft_log[0]["learning_rate"]) == pytest.approx(PRESETS["mini"].learning_rate)  # one warm-up step
+    for name in ("dagger_log.csv", "rft_log.csv"):  # their one step each goes on at the refining rate
+        with (out / name).open(encoding="utf-8") as handle:
+            assert [float(row["learning_rate"]) for row in csv.DictReader(handle)] == pytest.approx(
+                [PRESETS["mini"].refine_learning_rate]), name
     with (out / "grpo_log.csv").open(encoding="utf-8") as handle:
         assert [float(row["reward"]) for row in csv.DictReader(handle)]
 

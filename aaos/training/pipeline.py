@@ -208,9 +208,13 @@ def _log_rows(trainer: Any, keep: Callable[[dict[str, Any]], bool]) -> list[dict
 
 def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str) -> list[dict[str, Any]]:
     """Train a LoRA for `steps` optimizer steps on the SFT rows of `rows` (loss on the answer only), from the adapter
-    in `start` (None: a new one) -> adapters/<name>; the log, one entry a step (step, loss, learning_rate...)."""
-    if run_.preset.decision_weight != 1.0:
-        return _fit_weighted(run_, rows, steps, start, name)
+    in `start` (None: a new one, at learning_rate; else at refine_learning_rate) -> adapters/<name>; the log, one
+    entry a step (step, loss, learning_rate...)."""
+    preset = run_.preset
+    learning_rate = (preset.learning_rate if start is None or preset.refine_learning_rate is None
+                     else preset.refine_learning_rate)
+    if preset.decision_weight != 1.0:
+        return _fit_weighted(run_, rows, steps, start, name, learning_rate)
     import torch
     from datasets import Dataset
     from peft import PeftModel
@@ -218,13 +222,12 @@ def _fit(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: 
     from trl import SFTConfig, SFTTrainer
 
     set_seed(run_.seed)
-    preset = run_.preset
     chats = [row["messages"] for path in rows for row in read_jsonl(path)]
     data = Dataset.from_list([{"prompt": chat[:-1], "completion": chat[-1:]} for chat in chats]).shuffle(seed=run_.seed)
     model, tokenizer = _base_model()
     config = SFTConfig(output_dir=str(run_.out / "checkpoints" / name), max_steps=steps,
                        per_device_train_batch_size=preset.batch_size,
-                       gradient_accumulation_steps=preset.grad_accumulation, learning_rate=preset.learning_rate,
+                       gradient_accumulation_steps=preset.grad_accumulation, learning_rate=learning_rate,
                        lr_scheduler_type="cosine", warmup_steps=max(1, steps // 10),
                        max_length=preset.max_length, completion_only_loss=True, gradient_checkpointing=False,
                        logging_steps=1, save_strategy="no", report_to="none", seed=run_.seed,
@@ -251,8 +254,8 @@ def _lora(run_: Run, model: Any) -> Any:
                       task_type="CAUSAL_LM", target_modules=LORA_MODULES, layers_to_transform=list(top))
 
 
-def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | None,
-                  name: str) -> list[dict[str, Any]]:
+def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | None, name: str,
+                  learning_rate: float) -> list[dict[str, Any]]:
     """_fit with the loss weighted toward the decision tokens (aaos.training.weighted); rows are taken in a
     seeded shuffled order, grad_accumulation a step (batch_size is not used: one row a forward pass)."""
     from peft import PeftModel, get_peft_model
@@ -268,7 +271,7 @@ def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | Non
     encoded = [encode(tokenizer, row["messages"], row.get("decision_chars", []), preset.decision_weight,
                       preset.max_length)
                for path in rows for row in read_jsonl(path)]
-    log = fit(peft_model, encoded, steps, preset.grad_accumulation, preset.learning_rate, run_.seed)
+    log = fit(peft_model, encoded, steps, preset.grad_accumulation, learning_rate, run_.seed)
     peft_model.save_pretrained(str(_adapter(run_, name)))
     return log
 

@@ -40,7 +40,8 @@ class Preset:
     LLMConfig.decoding): "safe", only the calls the environment's guardrail admits, as every evaluated model but one;
     "legal", every legal call, so it also reaches the states after calls the guardrail refuses and samples such
     calls, where the champion's labels and the rollout reward teach it what to do instead (the score decoding
-    every legal call measures that)."""
+    every legal call measures that). refine_learning_rate: the learning rate of DAgger's and RFT's steps, which go
+    on from a fitted adapter (None: learning_rate)."""
 
     train_seeds: int
     sft_steps: int
@@ -68,6 +69,7 @@ class Preset:
     rft_temperature: float = 1.0
     rft_keep: str = dataclasses.field(default="champion", metadata={"choices": ("champion", "learner")})
     learner_decoding: str = dataclasses.field(default="safe", metadata={"choices": get_args(Decoding)})
+    refine_learning_rate: float | None = None
 
     def trained(self) -> tuple[str, ...]:
         """The training stages this preset runs, in order (SFT always)."""
@@ -97,7 +99,7 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "collect": ("train_seeds",),
     "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
             "max_length", "decision_weight"),
-    "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps", "learner_decoding"),
+    "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps", "learner_decoding", "refine_learning_rate"),
     "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature", "rft_keep"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
@@ -122,7 +124,7 @@ PRESETS: dict[str, Preset] = {
                    lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
                    grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, dagger_rounds=1, dagger_episodes=1,
                    dagger_steps=1, max_length=4096, decision_weight=8.0, rft_rounds=1, rft_episodes=1, rft_steps=1,
-                   rft_samples=2),
+                   rft_samples=2, refine_learning_rate=1e-4),
 }
 """cpu: aims at about 45 minutes on 2 cores, a LoRA on every block (fewer steps rather than fewer blocks), no GRPO
 (4 steps of it, all a CPU affords, did not move the holdout score: docs/training.md); cpu-long: the cpu preset's
@@ -137,20 +139,21 @@ AT_LEAST_ONE = frozenset({"batch_size", "grad_accumulation", "lora_rank", "lora_
 
 
 def _value(field: dataclasses.Field[object], text: str) -> object:
-    """A preset field's value from its command-line text (the field's type: int, float, int | None, or str with
-    its choices in the field's metadata)."""
+    """A preset field's value from its command-line text (the field's type: int, float, either or None, or str
+    with its choices in the field's metadata)."""
     kind = str(field.type)
     if kind == "str":
         if text not in field.metadata["choices"]:
             raise ValueError(f"preset field {field.name} takes one of {', '.join(field.metadata['choices'])}, "
                              f"got {text!r}")
         return text
-    if kind == "int | None" and text.lower() == "none":
+    if kind.endswith(" | None") and text.lower() == "none":
         return None
     try:
-        return float(text) if kind == "float" else int(text)
+        return float(text) if kind.startswith("float") else int(text)
     except ValueError:
-        wanted = {"float": "a number", "int | None": "an integer or none"}.get(kind, "an integer")
+        wanted = {"float": "a number", "float | None": "a number or none",
+                  "int | None": "an integer or none"}.get(kind, "an integer")
         raise ValueError(f"preset field {field.name} takes {wanted}, got {text!r}") from None
 
 
