@@ -264,3 +264,33 @@ def test_the_inbox_compact_prompt_lists_the_other_emails_only_when_the_next_one_
             break
         observation = result.observation
     assert working == 24 and choosing == 8
+
+
+def test_a_chief_of_staff_request_carries_what_is_known_of_its_stakeholders_slots() -> None:
+    spec = aaos.spec("chief_of_staff")
+    env = aaos.make("drifting_priorities", seed=10000, env="chief_of_staff")
+    champion = aaos.policies.make("heuristic", env="chief_of_staff")
+    observation, rows, unavailable = env.reset(), 0, 0
+    while True:
+        view = observation["agent_observations"]["chief_of_staff"]
+        lines = compact_messages(observation, spec)[1]["content"].splitlines()
+        header = next((line for line in lines if line.startswith("requests (")), None)
+        open_requests = [r for r in view["requests"] if r["status"] == "open"]
+        if header is not None:
+            columns = header[len("requests ("):-2].split("|")
+            assert columns[:3] == ["id", "stakeholder", "known_slot"], header
+            for request in view["requests"]:
+                row = next(line for line in lines if line.startswith(f"{request['id']}|")).split("|")
+                known = view["stakeholders"][request["stakeholder"]]
+                assert row[2] == known["known_slot"]
+                if known["known_unavailable"] is not None:
+                    assert row[columns.index("known_unavailable")] == known["known_unavailable"]
+                    unavailable += 1
+                rows += 1
+        else:
+            assert not open_requests
+        result = env.step(champion.act(observation))
+        if result.done:
+            break
+        observation = result.observation
+    assert rows > 20 and unavailable > 0  # drifting stakeholders say which slot is out for them

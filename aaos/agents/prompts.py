@@ -288,6 +288,8 @@ def compact_messages(observation: dict[str, Any], spec: EnvSpec) -> list[dict[st
     if told.compact_focus is not None:
         left_out = told.compact_focus(merged)
         merged = {key: value for key, value in merged.items() if key not in left_out}
+    if told.compact_joined is not None:
+        merged = told.compact_joined(merged)
     system = (f"{told.world.format(roles=', '.join(spec.roles))}\n"
               + COMPACT_OUTPUT.format(roles=", ".join(spec.roles), noop=spec.noop_action))
     user = (f"Seen:\n{seen_text(_pruned(_compacted(merged, told)))}\n"

@@ -58,6 +58,10 @@ class Prompting:
     compact_focus: the view fields the compact prompt leaves out at this step, from the merged view (None: none),
         for a world whose decision is at times about one item alone (inbox: while the opened email is open, the
         list of the others only lengthens the prompt).
+    compact_joined: the merged view with what a decision looks up in another table copied beside where it is
+        used (None: as it is), for a world whose choice hangs on such a lookup, which a small model reads from one
+        row far more easily than it joins two tables (chief_of_staff: each request carries its stakeholder's
+        known preferred slot).
     """
 
     world: str
@@ -68,6 +72,7 @@ class Prompting:
     compact_settled: frozenset[tuple[str, object]] = frozenset()
     compact_last: bool = False
     compact_focus: Callable[[Mapping[str, Any]], frozenset[str]] | None = None
+    compact_joined: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
     @classmethod
     def from_spec(cls, spec: EnvSpec) -> Prompting:
