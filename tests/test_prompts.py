@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -244,12 +245,23 @@ def test_a_compact_prompt_shows_the_last_action_only_where_the_kit_asks_for_it()
         assert shown == aaos.kit_of(env_id).prompting.compact_last, env_id
 
 
+def _champion_observations(env_id: str, task: str, seed: int) -> Iterator[dict[str, Any]]:
+    """Each observation of one champion episode, in turn."""
+    env = aaos.make(task, seed=seed, env=env_id)
+    champion = aaos.policies.make("heuristic", env=env_id)
+    observation = env.reset()
+    while True:
+        yield observation
+        result = env.step(champion.act(observation))
+        if result.done:
+            return
+        observation = result.observation
+
+
 def test_the_inbox_compact_prompt_lists_the_other_emails_only_when_the_next_one_is_to_be_chosen() -> None:
     spec = aaos.spec("inbox")
-    env = aaos.make("easy", seed=4, env="inbox")
-    champion = aaos.policies.make("heuristic", env="inbox")
-    observation, working, choosing = env.reset(), 0, 0
-    while True:
+    working, choosing = 0, 0
+    for observation in _champion_observations("inbox", "easy", 4):
         view = observation["agent_observations"]["triage_agent"]
         prompt = compact_messages(observation, spec)[1]["content"]
         opened = view["opened_email"]
@@ -259,19 +271,13 @@ def test_the_inbox_compact_prompt_lists_the_other_emails_only_when_the_next_one_
         else:
             choosing += 1
             assert all(f"\n{email['id']}|" in prompt for email in view["inbox"]), prompt
-        result = env.step(champion.act(observation))
-        if result.done:
-            break
-        observation = result.observation
     assert working == 24 and choosing == 8
 
 
 def test_a_chief_of_staff_request_carries_what_is_known_of_its_stakeholders_slots() -> None:
     spec = aaos.spec("chief_of_staff")
-    env = aaos.make("drifting_priorities", seed=10000, env="chief_of_staff")
-    champion = aaos.policies.make("heuristic", env="chief_of_staff")
-    observation, rows, unavailable = env.reset(), 0, 0
-    while True:
+    rows, unavailable = 0, 0
+    for observation in _champion_observations("chief_of_staff", "drifting_priorities", 10000):
         view = observation["agent_observations"]["chief_of_staff"]
         lines = compact_messages(observation, spec)[1]["content"].splitlines()
         header = next((line for line in lines if line.startswith("requests (")), None)
@@ -289,8 +295,4 @@ def test_a_chief_of_staff_request_carries_what_is_known_of_its_stakeholders_slot
                 rows += 1
         else:
             assert not open_requests
-        result = env.step(champion.act(observation))
-        if result.done:
-            break
-        observation = result.observation
     assert rows > 20 and unavailable > 0  # drifting stakeholders say which slot is out for them
