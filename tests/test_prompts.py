@@ -274,6 +274,28 @@ def test_the_inbox_compact_prompt_lists_the_other_emails_only_when_the_next_one_
     assert working == 24 and choosing == 8
 
 
+def test_the_inbox_compact_prompt_puts_the_senders_priority_facts_beside_the_sender() -> None:
+    spec = aaos.spec("inbox")
+    env = aaos.make("easy", seed=4, env="inbox")
+    champion = aaos.policies.make("heuristic", env="inbox")
+    observation, seen = env.reset(), {"key_account": set(), "earlier_messages": set()}
+    while True:
+        opened = observation["agent_observations"]["triage_agent"]["opened_email"]
+        if opened is not None:
+            line = next(line for line in compact_messages(observation, spec)[1]["content"].splitlines()
+                        if line.startswith("opened_email:"))
+            truth = next(email for email in env.state()["emails"] if email["id"] == opened["id"])
+            key_account, earlier = str(truth["vip"]).lower(), truth["followups"]
+            assert f"<{opened['sender'].split('<')[1]} key_account={key_account} earlier_messages={earlier} " in line
+            seen["key_account"].add(key_account)
+            seen["earlier_messages"].add(earlier)
+        result = env.step(champion.act(observation))
+        if result.done:
+            break
+        observation = result.observation
+    assert seen == {"key_account": {"true", "false"}, "earlier_messages": {0, 1, 2}}
+
+
 def test_a_chief_of_staff_request_carries_what_is_known_of_its_stakeholders_slots() -> None:
     spec = aaos.spec("chief_of_staff")
     rows, unavailable = 0, 0

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aaos.core.kit import Prompting
+from aaos.envs.inbox.champion import sender_domain
 from aaos.envs.inbox.spec import (
     CATEGORIES,
     CHASED_AFTER,
@@ -52,6 +53,25 @@ def focus(view: Mapping[str, Any]) -> frozenset[str]:
     return frozenset({"inbox"}) if isinstance(opened, Mapping) and opened.get("status") == "open" else frozenset()
 
 
+def with_sender_facts(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The view with the opened email carrying, after its sender, the two facts about the sender that its priority
+    hangs on: whether the sender's domain is one of vip_accounts (key_account) and how many earlier messages the
+    sender has written (earlier_messages, the thread's length). A small model reads them from the email's own row
+    far more easily than it matches a domain against a list or counts a thread; what the email asks, and any amount
+    or seat count, it still reads from the text."""
+    opened = view.get("opened_email")
+    if not isinstance(opened, Mapping) or "sender" not in opened:
+        return dict(view)
+    facts = {"key_account": sender_domain(opened["sender"]) in view.get("vip_accounts", []),
+             "earlier_messages": len(opened.get("thread", []))}
+    joined: dict[str, Any] = {}
+    for key, value in opened.items():
+        joined[key] = value
+        if key == "sender":
+            joined |= facts
+    return {**view, "opened_email": joined}
+
+
 PROMPTING = Prompting(
     world="The Support Inbox: one {roles} works a company's support inbox, one action a step.",
     rules=RULES,
@@ -60,4 +80,5 @@ PROMPTING = Prompting(
     compact_omit=frozenset({"closed_emails", "preview"}),
     compact_last=True,
     compact_focus=focus,
+    compact_joined=with_sender_facts,
 )
