@@ -38,6 +38,17 @@ from aaos.core.spec import EnvSpec, ScenarioInfo, Split
 View = Mapping[str, Any]
 
 
+def beside(record: Mapping[str, Any], key: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The record with `extra`'s fields right after `key` (a `Prompting.compact_joined` puts what a decision looks
+    up elsewhere next to the field it is looked up by)."""
+    joined: dict[str, Any] = {}
+    for name, value in record.items():
+        joined[name] = value
+        if name == key:
+            joined |= extra
+    return joined
+
+
 @dataclass(frozen=True)
 class Prompting:
     """What a language model is told about the environment (aaos.agents.prompts builds the chats from it).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aaos.core.kit import Prompting
+from aaos.core.kit import Prompting, beside
 
 KNOWN = ("known_slot", "known_unavailable")
 """What the chief knows of a stakeholder's slots, which a booking of their request hangs on."""
@@ -16,17 +16,11 @@ def with_known_slots(view: Mapping[str, Any]) -> dict[str, Any]:
     champion books the known preferred slot, never the one said to be out, and a small model reads that from the
     request's own row far more easily than it joins the requests to the stakeholders."""
     stakeholders = view.get("stakeholders", {})
-    requests = [_beside_stakeholder(r, stakeholders.get(r.get("stakeholder"), {})) for r in view.get("requests", [])]
+    requests = []
+    for request in view.get("requests", []):
+        known = stakeholders.get(request.get("stakeholder"), {})
+        requests.append(beside(request, "stakeholder", {field: known[field] for field in KNOWN if field in known}))
     return {**view, "requests": requests} if "requests" in view else dict(view)
-
-
-def _beside_stakeholder(request: Mapping[str, Any], known: Mapping[str, Any]) -> dict[str, Any]:
-    joined: dict[str, Any] = {}
-    for key, value in request.items():
-        joined[key] = value
-        if key == "stakeholder":
-            joined |= {field: known[field] for field in KNOWN if field in known}
-    return joined
 
 
 PROMPTING = Prompting(

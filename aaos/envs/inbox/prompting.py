@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aaos.core.kit import Prompting
+from aaos.core.kit import Prompting, beside
 from aaos.envs.inbox.champion import sender_domain
 from aaos.envs.inbox.spec import (
     CATEGORIES,
@@ -64,12 +64,7 @@ def with_sender_facts(view: Mapping[str, Any]) -> dict[str, Any]:
         return dict(view)
     facts = {"key_account": sender_domain(opened["sender"]) in view.get("vip_accounts", []),
              "earlier_messages": len(opened.get("thread", []))}
-    joined: dict[str, Any] = {}
-    for key, value in opened.items():
-        joined[key] = value
-        if key == "sender":
-            joined |= facts
-    return {**view, "opened_email": joined}
+    return {**view, "opened_email": beside(opened, "sender", facts)}
 
 
 PROMPTING = Prompting(
