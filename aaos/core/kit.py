@@ -72,7 +72,8 @@ class Prompting:
     compact_joined: the merged view with what a decision looks up in another table copied beside where it is
         used (None: as it is), for a world whose choice hangs on such a lookup, which a small model reads from one
         row far more easily than it joins two tables (chief_of_staff: each request carries its stakeholder's
-        known preferred slot).
+        known preferred slot; inbox: the opened email carries whether its sender is a key account and how many
+        earlier messages they wrote).
     """
 
     world: str
