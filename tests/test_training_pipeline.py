@@ -98,7 +98,9 @@ def test_a_changed_setting_reruns_its_stage_and_those_after_it_only(tmp_path: Pa
     for stage in STAGES[:-1]:
         before.finish(stage, 1.0)
     more_grpo = dataclasses.replace(before, preset=dataclasses.replace(before.preset, grpo_steps=9))
-    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger", "rft"]
+    assert [stage for stage in STAGES[:-1] if more_grpo.done(stage)] == ["collect", "sft", "dagger", "rft", "dpo"]
+    more_pairs = dataclasses.replace(before, preset=dataclasses.replace(before.preset, dpo_margin=0.5))
+    assert [stage for stage in STAGES[:-1] if more_pairs.done(stage)] == ["collect", "sft", "dagger", "rft"]
     more_samples = dataclasses.replace(before, preset=dataclasses.replace(before.preset, rft_samples=9))
     assert [stage for stage in STAGES[:-1] if more_samples.done(stage)] == ["collect", "sft", "dagger"]
     for changed in ({"dagger_steps": 9}, {"learner_decoding": "legal"}, {"refine_learning_rate": 9e-4}):
@@ -145,7 +147,7 @@ def test_a_rerun_plays_again_only_the_models_that_changed(tmp_path: Path) -> Non
 
     (run_.out / "grpo.gguf").write_bytes(b"retrained")
     keep_unchanged_evaluations(run_)  # only the retrained model's evaluations go (both decodings)
-    gone = {"eval_steps/grpo.jsonl", "eval_probe/grpo.json"}
+    gone = {"eval_steps/grpo.jsonl", "eval_steps/grpo_legal.jsonl", "eval_probe/grpo.json"}
     assert _left(run_) == {name: text for name, text in played.items() if name not in gone} | {
         "eval.jsonl": "".join(line for line in played["eval.jsonl"].splitlines(keepends=True)
                               if '"grpo' not in line)}
@@ -159,16 +161,17 @@ def test_a_rerun_plays_again_only_the_models_that_changed(tmp_path: Path) -> Non
 def test_a_stage_no_longer_run_leaves_nothing_of_an_earlier_run_to_report_or_publish(tmp_path: Path) -> None:
     run_ = _run(tmp_path / "run")
     earlier = ("dagger/round0.jsonl", "dagger_log.csv", "rft/round0.jsonl", "rft/states0.jsonl", "rft_log.csv",
-               "rft_samples.csv", "grpo_groups.json", "grpo_log.csv")
+               "rft_samples.csv", "dpo/pairs.jsonl", "dpo/states.jsonl", "dpo_log.csv", "dpo_samples.csv",
+               "grpo_groups.json", "grpo_log.csv")
     for name in earlier:
         (run_.out / name).parent.mkdir(parents=True, exist_ok=True)
         (run_.out / name).write_text("an earlier run's", encoding="utf-8")
     none = dataclasses.replace(run_, preset=dataclasses.replace(run_.preset, dagger_rounds=0, rft_rounds=0,
-                                                                 grpo_steps=0))
-    for stage in ("dagger", "rft", "grpo"):
+                                                                 dpo_steps=0, grpo_steps=0))
+    for stage in ("dagger", "rft", "dpo", "grpo"):
         STAGE_FUNCTIONS[stage](none)
     assert not [name for name in earlier if (run_.out / name).exists()]
-    assert not (run_.out / "dagger").exists() and not (run_.out / "rft").exists()
+    assert not any((run_.out / folder).exists() for folder in ("dagger", "rft", "dpo"))
 
 
 @pytest.mark.parametrize("beats", [True, False])
@@ -202,10 +205,12 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
                "--results", str(results)]
     assert cli(command) == 0
     for name in ("episodes.jsonl", "sft.jsonl", "grpo.jsonl", "sft_log.csv", "dagger_log.csv", "rft_log.csv",
-                 "rft_samples.csv", "grpo_log.csv", "dagger/round0.jsonl", "rft/round0.jsonl", "rft/states0.jsonl",
-                 "sft.gguf", "dagger.gguf", "rft.gguf", "grpo.gguf", "eval.jsonl", "eval_steps.jsonl", "eval.csv",
+                 "rft_samples.csv", "dpo_log.csv", "dpo_samples.csv", "grpo_log.csv", "dagger/round0.jsonl",
+                 "rft/round0.jsonl", "rft/states0.jsonl", "dpo/pairs.jsonl", "dpo/states.jsonl", "sft.gguf",
+                 "dagger.gguf", "rft.gguf", "dpo.gguf", "grpo.gguf", "eval.jsonl", "eval_steps.jsonl", "eval.csv",
                  "summary.json", "adapters/sft/adapter_config.json", "adapters/dagger/adapter_config.json",
-                 "adapters/rft/adapter_config.json", "adapters/grpo/adapter_model.safetensors"):
+                 "adapters/rft/adapter_config.json", "adapters/dpo/adapter_config.json",
+                 "adapters/grpo/adapter_model.safetensors"):
         assert (out / name).stat().st_size > 0, name
     for name in PLOTS:
         assert (out / "plots" / name).read_bytes().startswith(PNG), name
@@ -213,7 +218,7 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
         sft_log = list(csv.DictReader(handle))
     assert [int(row["step"]) for row in sft_log] == [1, 2]
     assert float(sft_log[0]["learning_rate"]) == pytest.approx(PRESETS["mini"].learning_rate)  # one warm-up step
-    for name in ("dagger_log.csv", "rft_log.csv"):  # their one step each goes on at the refining rate
+    for name in ("dagger_log.csv", "rft_log.csv", "dpo_log.csv"):  # their one step each goes on at the refining rate
         with (out / name).open(encoding="utf-8") as handle:
             assert [float(row["learning_rate"]) for row in csv.DictReader(handle)] == pytest.approx(
                 [PRESETS["mini"].refine_learning_rate]), name
@@ -230,12 +235,17 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
             assert row["valid_action_rate"] == pytest.approx(1.0 - row["fallback_rate"])
         else:
             assert row["valid_action_rate"] is None and row["fallback_rate"] == 0.0
-    assert summary["final"] == "grpo" and summary["trained"] == ["sft", "dagger", "rft", "grpo"]
+    assert summary["final"] == "grpo" and summary["trained"] == ["sft", "dagger", "rft", "dpo", "grpo"]
     assert summary["dataset"]["sft_rows"] > 0 and summary["dataset"]["grpo_prompts"] > 0
     assert summary["dataset"]["dagger_rows"] > 0 and summary["dataset"]["rft_rows"] > 0
+    assert summary["dataset"]["dpo_pairs"] == len((out / "dpo" / "pairs.jsonl").read_text().splitlines()) > 0
     with (out / "rft_samples.csv").open(encoding="utf-8") as handle:  # one line an RFT episode
         lines = list(csv.DictReader(handle))
     assert len(lines) == PRESETS["mini"].rft_episodes and all(float(r["best"]) >= float(r["champion"]) for r in lines)
+    with (out / "dpo_samples.csv").open(encoding="utf-8") as handle:  # one line a DPO episode, with its pairs
+        lines = list(csv.DictReader(handle))
+    assert len(lines) == PRESETS["mini"].dpo_episodes and sum(int(r["pairs"]) for r in lines) == summary["dataset"][
+        "dpo_pairs"]
     groups = summary["dataset"]["grpo_groups"]  # the group filter sampled a prompt or more, kept what differed
     assert 1 <= groups["sampled"] <= GROUP_TRIES and 0 <= groups["informative"] <= 1
     assert summary["gate_vs_champion"]["verdict"] in ("PROMOTE", "NO_PROMOTE")
@@ -245,13 +255,14 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     assert all(r["split"] == "holdout" for r in records) and len(records) == len(BASELINES) + len(MODELS)
     assert all(r["llm"]["decisions"]["secondary"] == 0 for r in records if r["policy"] in MODELS)
     steps = [json.loads(line) for line in (out / "eval_steps.jsonl").read_text(encoding="utf-8").splitlines()]
-    watched = ("heuristic", "untrained", "sft", "dagger", "rft", "grpo")  # the champion and every model's own
+    watched = ("heuristic", "untrained", "sft", "dagger", "rft", "dpo", "grpo", "grpo_legal")  # the champion and
+    # every model's own, and the final model's decoding every legal call
     kept = {r["policy"]: r["steps"] for r in records if r["policy"] in watched}
-    assert {policy: sum(s["policy"] == policy for s in steps) for policy in kept} == kept and len(kept) == 6
+    assert {policy: sum(s["policy"] == policy for s in steps) for policy in kept} == kept and len(kept) == 8
     assert not any("observation" in step for step in steps)
     assert set(summary["behaviour"]) == set(watched) and summary["behaviour"]["heuristic"]
     assert "labels" in summary and summary["labels"] == {}  # the chief of staff labels nothing
-    assert set(summary["agreement"]) == {"rft", "grpo"}  # the final model and the one before it
+    assert set(summary["agreement"]) == {"dpo", "grpo"}  # the final model and the one before it
     for probed in summary["agreement"].values():  # asked at the champion's own states, train and holdout
         assert set(probed) == {"train", "holdout"} and probed["holdout"]
         assert all(0 <= count["agree"] <= count["total"] for count in probed["holdout"].values())

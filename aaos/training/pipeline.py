@@ -22,6 +22,12 @@ changed setting reruns its stage and every stage after it:
               rows, DAgger's and every RFT row so far -> adapters/rft, rft_log.csv (as DAgger's), rft_samples.csv
               (one line an episode: the mean sampled, champion, greedy and best rewards, and how often a sample beat
               the champion; nothing when rft_rounds is 0)
+    dpo       preference optimisation (aaos.training.dpo): the latest model plays dpo_episodes train episodes on
+              seeds new to it; at every state the best-rewarded answer (as RFT's) and the model's own worst one make
+              a pair where their rollout rewards differ by dpo_margin or more (dpo/pairs.jsonl, each state's rewards
+              in dpo/states.jsonl); dpo_steps steps from the latest adapter on the pairs alone -> adapters/dpo,
+              dpo_log.csv, dpo_samples.csv (as rft_samples.csv, with each episode's pairs; nothing when dpo_steps or
+              dpo_episodes is 0)
     grpo      GRPO (TRL) from the latest adapter, each completion scored by aaos.training.reward_fn, on the
               prompts whose completions score differently: a group of grpo_generations completions sampled from the
               latest adapter for each prompt in turn (at most GROUP_TRIES a step), until grpo_steps such prompts are
@@ -82,7 +88,7 @@ from aaos.training.plots import PLOTS
 from aaos.training.presets import PRESET_FIELDS, TRAINING_STAGES, Preset
 from aaos.training.sft import sft_rows
 
-STAGES = ("collect", "sft", "dagger", "rft", "grpo", "export", "evaluate", "report")
+STAGES = ("collect", "sft", "dagger", "rft", "dpo", "grpo", "export", "evaluate", "report")
 BASELINES = ("noop", "random", "heuristic")
 WATCHED_BASELINE = "heuristic"
 """The baseline whose evaluation episodes are kept step by step: the champion, the models' yardstick."""
@@ -271,6 +277,9 @@ def _fit_weighted(run_: Run, rows: Sequence[Path], steps: int, start: Path | Non
     encoded = [encode(tokenizer, row["messages"], row.get("decision_chars", []), preset.decision_weight,
                       preset.max_length)
                for path in rows for row in read_jsonl(path)]
+    encoded = [row for row in encoded if sum(row.weights) > 0]
+    if not encoded:
+        raise ValueError("no row has an answer token to train on")
     log = fit(peft_model, encoded, steps, preset.grad_accumulation, learning_rate, run_.seed)
     peft_model.save_pretrained(str(_adapter(run_, name)))
     return log
@@ -307,6 +316,29 @@ def _round_log(log: Sequence[dict[str, Any]], round_: int, steps: int) -> list[d
     return [{"round": round_, **entry, "step": entry["step"] + round_ * steps} for entry in log]
 
 
+def _seeds_for(run_: Run, episodes: int) -> int:
+    """How many train seeds `episodes` episodes take, the train scenarios played in turn."""
+    return -(-episodes // len(_scenarios(run_.env, "train")))
+
+
+def _metas(run_: Run, episodes: int, first_seed: int) -> list[EpisodeMeta]:
+    """`episodes` episodes of the train scenarios in turn, on the train seeds from the `first_seed`-th on (one a
+    pass over the scenarios): seeds after those of the champion's episodes and of every stage before, so each stage
+    plays states new to the model."""
+    scenarios = _scenarios(run_.env, "train")
+    seeds = split_seeds("train", _seeds_for(run_, episodes), start=first_seed)
+    return [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
+            for i in range(episodes)]
+
+
+def _samplers(server: LocalModelServer, preset: Preset) -> tuple[PolicySpec, list[PolicySpec]]:
+    """The model as RFT and DPO play it (greedy, learner_config) and rft_samples samplers of it at rft_temperature."""
+    greedy = learner_config(server, preset)
+    return PolicySpec("learner", "llm", greedy), [
+        PolicySpec(f"sample{k}", "llm", dataclasses.replace(greedy, temperature=preset.rft_temperature, seed=1 + k))
+        for k in range(preset.rft_samples)]
+
+
 def dagger(run_: Run) -> None:
     """DAgger (see the module docstring); round r's model is served from dagger/round<r>.gguf."""
     preset = run_.preset
@@ -317,14 +349,11 @@ def dagger(run_: Run) -> None:
     from aaos.training.gguf_lora import write_gguf_lora
 
     folder.mkdir()
-    scenarios = _scenarios(run_.env, "train")
-    per_round = -(-preset.dagger_episodes // len(scenarios))  # seeds a round, each new to the model
+    per_round = _seeds_for(run_, preset.dagger_episodes)
     rows = [run_.out / "sft.jsonl"]
     log: list[dict[str, Any]] = []
     for round_ in range(preset.dagger_rounds):
-        seeds = split_seeds("train", per_round, start=preset.train_seeds + round_ * per_round)
-        metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
-                 for i in range(preset.dagger_episodes)]
+        metas = _metas(run_, preset.dagger_episodes, preset.train_seeds + round_ * per_round)
         start = _latest(run_, "dagger") if round_ == 0 else _adapter(run_, "dagger")
         write_gguf_lora(start, folder / f"round{round_}.gguf")
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
@@ -350,26 +379,19 @@ def rft(run_: Run) -> None:
     from aaos.training.rft import StateLog, state_rows
 
     folder.mkdir()
-    scenarios = _scenarios(run_.env, "train")
-    per_round = -(-preset.rft_episodes // len(scenarios))
-    first_seed = preset.train_seeds + preset.dagger_rounds * -(-preset.dagger_episodes // len(scenarios))
+    per_round = _seeds_for(run_, preset.rft_episodes)
+    first_seed = preset.train_seeds + preset.dagger_rounds * _seeds_for(run_, preset.dagger_episodes)
     rows = [run_.out / "sft.jsonl", *sorted((run_.out / "dagger").glob("round*.jsonl"))]
     lines: list[dict[str, Any]] = []
     log: list[dict[str, Any]] = []
     for round_ in range(preset.rft_rounds):
-        seeds = split_seeds("train", per_round, start=first_seed + round_ * per_round)
-        metas = [EpisodeMeta(run_.env, run_.task, scenarios[i % len(scenarios)], seeds[i // len(scenarios)])
-                 for i in range(preset.rft_episodes)]
+        metas = _metas(run_, preset.rft_episodes, first_seed + round_ * per_round)
         start = _latest(run_, "rft") if round_ == 0 else _adapter(run_, "rft")
         write_gguf_lora(start, folder / f"round{round_}.gguf")
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
         states: list[StateLog] = []
         try:
-            greedy = learner_config(server, preset)
-            learner = PolicySpec("learner", "llm", greedy)
-            samplers = [PolicySpec(f"sample{k}", "llm", dataclasses.replace(
-                greedy, temperature=preset.rft_temperature, seed=1 + k)) for k in range(preset.rft_samples)]
-
+            learner, samplers = _samplers(server, preset)
             write_jsonl(_rft_episodes(metas, learner, samplers, preset.rft_keep, round_, lines, states),
                         folder / f"round{round_}.jsonl")
         finally:
@@ -394,6 +416,66 @@ def _rft_episodes(metas: Sequence[EpisodeMeta], learner: PolicySpec, samplers: S
         lines.append({"episode": len(lines) + 1, "scenario": meta.scenario, "seed": meta.seed,
                       **log_row(round_, logs)})
         print(f"[rft] round {round_} {meta.scenario} seed {meta.seed}: {lines[-1]}", flush=True)
+
+
+def dpo(run_: Run) -> None:
+    """Preference optimisation on the rollout reward's pairs (aaos.training.dpo): the latest model plays dpo_episodes
+    train episodes on seeds new to it, served from dpo/model.gguf -> dpo/pairs.jsonl, dpo/states.jsonl,
+    adapters/dpo, dpo_log.csv, dpo_samples.csv (as rft_samples.csv, with each episode's pairs)."""
+    preset = run_.preset
+    folder = run_.out / "dpo"
+    _forget(folder, run_.out / "dpo_samples.csv", run_.out / "dpo_log.csv")
+    if "dpo" not in preset.trained():
+        return
+    from aaos.training.dpo import encode_pair, pair_loss, preference_rows, with_reference
+    from aaos.training.gguf_lora import write_gguf_lora
+    from aaos.training.rft import StateLog, log_row, state_rows
+
+    folder.mkdir()
+    first_seed = (preset.train_seeds + preset.dagger_rounds * _seeds_for(run_, preset.dagger_episodes)
+                  + preset.rft_rounds * _seeds_for(run_, preset.rft_episodes))
+    start = _latest(run_, "dpo")
+    write_gguf_lora(start, folder / "model.gguf")
+    server = LocalModelServer(lora=folder / "model.gguf").start()
+    lines: list[dict[str, Any]] = []
+    states: list[StateLog] = []
+    try:
+        learner, samplers = _samplers(server, preset)
+
+        def pairs() -> Iterator[dict[str, Any]]:
+            for meta in _metas(run_, preset.dpo_episodes, first_seed):
+                logs: list[StateLog] = []
+                kept = list(preference_rows(meta, learner, samplers, MODE, preset.dpo_margin, logs))
+                yield from kept
+                states.extend(logs)
+                lines.append({"episode": len(lines) + 1, "scenario": meta.scenario, "seed": meta.seed,
+                              **log_row(0, logs), "pairs": len(kept)})
+                print(f"[dpo] {meta.scenario} seed {meta.seed}: {lines[-1]}", flush=True)
+
+        write_jsonl(pairs(), folder / "pairs.jsonl")
+    finally:
+        server.stop()
+    write_jsonl(state_rows(states), folder / "states.jsonl")
+    _write_csv(lines, run_.out / "dpo_samples.csv")
+    rows = read_jsonl(folder / "pairs.jsonl")
+    if not rows:
+        raise ValueError(f"no preference pair: no state's answers differed by dpo_margin {preset.dpo_margin} or more; "
+                         "lower dpo_margin or sample more answers (rft_samples)")
+    from peft import PeftModel
+    from transformers import set_seed
+
+    from aaos.training.weighted import fit
+
+    set_seed(run_.seed)
+    model, tokenizer = _base_model()
+    peft_model = PeftModel.from_pretrained(model, str(start), is_trainable=True)
+    encoded = with_reference(peft_model, [encode_pair(tokenizer, row, preset.decision_weight, preset.max_length)
+                                          for row in rows])
+    learning_rate = preset.refine_learning_rate or preset.learning_rate
+    log = fit(peft_model, encoded, preset.dpo_steps, preset.grad_accumulation, learning_rate, run_.seed,
+              pair_loss(preset.dpo_beta))
+    peft_model.save_pretrained(str(_adapter(run_, "dpo")))
+    _write_csv(log, run_.out / "dpo_log.csv")
 
 
 def grpo(run_: Run) -> None:
@@ -610,6 +692,7 @@ def report(run_: Run) -> dict[str, Any]:
                     "sft_rows": _count_lines(run_.out / "sft.jsonl"),
                     "dagger_rows": sum(map(_count_lines, (run_.out / "dagger").glob("round*.jsonl"))),
                     "rft_rows": sum(map(_count_lines, (run_.out / "rft").glob("round*.jsonl"))),
+                    "dpo_pairs": _count_lines(run_.out / "dpo" / "pairs.jsonl") if (run_.out / "dpo").exists() else 0,
                     "grpo_prompts": _count_lines(run_.out / "grpo.jsonl"),
                     "grpo_groups": _read_json(run_.out / "grpo_groups.json")},
         "holdout": [{key: row[key] for key in ("policy", "episodes", "mean_score", "ci_low", "ci_high",
@@ -650,13 +733,13 @@ def _count_lines(path: Path) -> int:
 
 
 STAGE_FUNCTIONS: dict[str, Callable[[Run], Any]] = {
-    "collect": collect, "sft": sft, "dagger": dagger, "rft": rft, "grpo": grpo, "export": export, "evaluate": evaluate,
-    "report": report,
+    "collect": collect, "sft": sft, "dagger": dagger, "rft": rft, "dpo": dpo, "grpo": grpo, "export": export,
+    "evaluate": evaluate, "report": report,
 }
 
 
 PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "eval_steps.jsonl", "sft_log.csv", "dagger_log.csv",
-             "rft_log.csv", "rft_samples.csv", "grpo_log.csv",
+             "rft_log.csv", "rft_samples.csv", "dpo_log.csv", "dpo_samples.csv", "grpo_log.csv",
              *(f"plots/{name}" for name in PLOTS))
 """The files of a run that are its evidence (`publish` copies them, with the final adapter as ADAPTER_FILE)."""
 

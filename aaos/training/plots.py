@@ -24,8 +24,10 @@ from aaos.policies import LOCAL_TRAINED, LOCAL_UNTRAINED, display_name
 PLOTS = ("sft_loss.png", "reward.png", "holdout.png", "components.png")
 LEGAL = "_legal"
 """The suffix of the final model's second evaluation, decoding every legal call (aaos.training.pipeline)."""
-STAGE_NAMES = {"sft": "SFT", "dagger": "DAgger", "rft": "RFT", "grpo": "GRPO"}
+STAGE_NAMES = {"sft": "SFT", "dagger": "DAgger", "rft": "RFT", "dpo": "DPO", "grpo": "GRPO"}
 """The training stages as people read them (loss curves; the model of a stage before the final one)."""
+SAMPLING_STAGES = ("rft", "dpo")
+"""The stages that sample the model's answers and score them by the rollout reward (<stage>_samples.csv)."""
 UNTRAINED = "untrained"
 """A training evaluation's name for the local model before training."""
 SHORT = {"noop": "noop", "random": "random", "heuristic": "champion", UNTRAINED: "untrained"}
@@ -52,7 +54,7 @@ def label(policy: str, final: str | None = None, short: bool = False) -> str:
 
 
 COLORS = {"noop": "#9ca3af", "random": "#6b7280", "heuristic": "#374151", "untrained": "#f59e0b", "sft": "#2563eb",
-          "dagger": "#16a34a", "rft": "#db2777", "grpo": "#7c3aed"}
+          "dagger": "#16a34a", "rft": "#db2777", "dpo": "#0891b2", "grpo": "#7c3aed"}
 """One colour per policy, the same in every plot (grey for the baselines); a `_legal` run is drawn in its model's
 colour, lighter; another policy gets matplotlib's."""
 
@@ -119,7 +121,7 @@ def figures(run_dir: Path) -> dict[str, Any]:
         steps, loss = _series(_csv(run_dir / "sft_log.csv"), "loss")
         ax.plot(steps, loss, marker=".", color=COLORS["sft"], label=STAGE_NAMES["sft"])
         last = steps[-1] if steps else 0.0
-        for stage in ("dagger", "rft"):  # each stage's steps go on from the one before
+        for stage in ("dagger", "rft", "dpo"):  # each stage's steps go on from the one before
             more, stage_loss = _series(_csv(run_dir / f"{stage}_log.csv"), "loss")
             if more:
                 ax.plot([last + step for step in more], stage_loss, marker=".", color=COLORS[stage],
@@ -132,13 +134,18 @@ def figures(run_dir: Path) -> dict[str, Any]:
         save(fig, "sft_loss.png")
 
         fig, ax = plt.subplots(figsize=(6.4, 4))
-        rft = _csv(run_dir / "rft_samples.csv")
-        episodes = [float(row["episode"]) for row in rft]
-        for key, name, style in (("sampled", "RFT samples", "o-"), ("greedy", "RFT greedy", "s--"),
-                                 ("best", "best answer (trained on)", "^-."), ("champion", "champion", ":")
-                                 ) if rft else ():
-            ax.plot(episodes, [float(row[key]) for row in rft], style, label=name,
-                    color=COLORS["heuristic"] if key in ("champion", "best") else COLORS["rft"])
+        played = 0  # each stage's episodes go on from the one before
+        for stage in SAMPLING_STAGES:
+            sampled = _csv(run_dir / f"{stage}_samples.csv")
+            episodes = [played + float(row["episode"]) for row in sampled]
+            best = "best answer (trained on)" if stage == "rft" else "chosen answer (best)"
+            for key, name, style in (("sampled", f"{STAGE_NAMES[stage]} samples", "o-"),
+                                     ("greedy", f"{STAGE_NAMES[stage]} greedy", "s--"),
+                                     ("best", best, "^-."), ("champion", f"champion ({STAGE_NAMES[stage]})", ":")
+                                     ) if sampled else ():
+                ax.plot(episodes, [float(row[key]) for row in sampled], style, label=name,
+                        color=COLORS["heuristic"] if key in ("champion", "best") else COLORS[stage])
+            played += len(sampled)
         grpo = _csv(run_dir / "grpo_log.csv")
         steps, reward = _series(grpo, "reward")
         _, spread = _series(grpo, "reward_std")
@@ -147,10 +154,10 @@ def figures(run_dir: Path) -> dict[str, Any]:
                         color=COLORS["grpo"], label="GRPO completions")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
-        axis = "episode played (RFT) / GRPO step" if rft and steps else "episode played" if rft else "GRPO step"
+        axis = "episode played / GRPO step" if played and steps else "episode played" if played else "GRPO step"
         ax.set(xlabel=axis, ylabel="mean rollout reward", title=f"Reward-driven stage\n{title}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        if rft or steps:
+        if played or steps:
             save(fig, "reward.png")
         else:
             plt.close(fig)

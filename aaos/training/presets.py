@@ -13,7 +13,7 @@ from typing import get_args
 from aaos.agents.llm import Decoding
 from aaos.training.plots import LEGAL
 
-TRAINING_STAGES = ("sft", "dagger", "rft", "grpo")
+TRAINING_STAGES = ("sft", "dagger", "rft", "dpo", "grpo")
 """The stages that train an adapter (adapters/<stage>); the model after each is evaluated under the stage's name."""
 
 
@@ -40,8 +40,11 @@ class Preset:
     LLMConfig.decoding): "safe", only the calls the environment's guardrail admits, as every evaluated model but one;
     "legal", every legal call, so it also reaches the states after calls the guardrail refuses and samples such
     calls, where the champion's labels and the rollout reward teach it what to do instead (the score decoding
-    every legal call measures that). refine_learning_rate: the learning rate of DAgger's and RFT's steps, which go
-    on from a fitted adapter (None: learning_rate)."""
+    every legal call measures that). refine_learning_rate: the learning rate of DAgger's, RFT's and DPO's steps,
+    which go on from a fitted adapter (None: learning_rate). dpo_steps: optimizer steps of preference optimisation
+    on the rollout reward's pairs (aaos.training.dpo; 0: none), from dpo_episodes episodes the model plays on train
+    seeds new to it, sampling rft_samples answers at rft_temperature at every state; a pair is kept where the
+    rewards differ by at least dpo_margin; dpo_beta scales the preference term."""
 
     train_seeds: int
     sft_steps: int
@@ -70,11 +73,16 @@ class Preset:
     rft_keep: str = dataclasses.field(default="champion", metadata={"choices": ("champion", "learner")})
     learner_decoding: str = dataclasses.field(default="safe", metadata={"choices": get_args(Decoding)})
     refine_learning_rate: float | None = None
+    dpo_episodes: int = 0
+    dpo_steps: int = 0
+    dpo_beta: float = 0.1
+    dpo_margin: float = 0.01
 
     def trained(self) -> tuple[str, ...]:
         """The training stages this preset runs, in order (SFT always)."""
         steps = {"sft": self.sft_steps, "dagger": self.dagger_rounds * self.dagger_steps,
-                 "rft": self.rft_rounds * self.rft_steps, "grpo": self.grpo_steps}
+                 "rft": self.rft_rounds * self.rft_steps, "dpo": self.dpo_steps if self.dpo_episodes else 0,
+                 "grpo": self.grpo_steps}
         return tuple(stage for stage in TRAINING_STAGES if stage == "sft" or steps[stage] > 0)
 
     def final(self) -> str:
@@ -83,9 +91,9 @@ class Preset:
 
     def watched(self) -> tuple[str, ...]:
         """The models whose evaluation episodes are kept step by step (eval_steps.jsonl), for the Space's Replay
-        and Arena tabs and the report's behaviour counts: the untrained one and the one after each training
-        stage."""
-        return ("untrained", *self.trained())
+        and Arena tabs and the report's behaviour counts: the untrained one, the one after each training stage, and
+        the final one decoding every legal call (whose counts show the calls the guardrail refused it)."""
+        return ("untrained", *self.trained(), self.final() + LEGAL)
 
     def evaluated(self) -> dict[str, tuple[str | None, Decoding]]:
         """Each model the evaluation plays: its adapter (None: the base model) and its decoding
@@ -101,6 +109,7 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
             "max_length", "decision_weight"),
     "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps", "learner_decoding", "refine_learning_rate"),
     "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature", "rft_keep"),
+    "dpo": ("dpo_episodes", "dpo_steps", "dpo_beta", "dpo_margin"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),
 }
@@ -124,7 +133,7 @@ PRESETS: dict[str, Preset] = {
                    lora_layers=2, grpo_steps=1, grpo_generations=2, grpo_completion_tokens=16, grpo_temperature=0.7,
                    grpo_learning_rate=2e-5, eval_seeds=1, eval_scenarios=1, dagger_rounds=1, dagger_episodes=1,
                    dagger_steps=1, max_length=4096, decision_weight=8.0, rft_rounds=1, rft_episodes=1, rft_steps=1,
-                   rft_samples=2, refine_learning_rate=1e-4),
+                   rft_samples=2, refine_learning_rate=1e-4, dpo_episodes=1, dpo_steps=1, dpo_margin=0.0),
 }
 """cpu: aims at about 45 minutes on 2 cores, a LoRA on every block (fewer steps rather than fewer blocks), no GRPO
 (4 steps of it, all a CPU affords, did not move the holdout score: docs/training.md); cpu-long: the cpu preset's

@@ -29,7 +29,7 @@ from typing import Any
 
 import aaos
 from aaos.agents.llm import Mode
-from aaos.core.env import JointAction
+from aaos.core.env import Environment, JointAction, Observation
 from aaos.core.trajectory import EpisodeMeta, state_hash
 from aaos.policies import PolicySpec, build_policy
 from aaos.training.dagger import labelled_rows
@@ -54,6 +54,36 @@ class StateLog:
     """Whose answer the row holds: "champion", "learner" (its greedy answer) or "sample"."""
 
 
+@dataclass(frozen=True)
+class ScoredState:
+    """One state the greedy learner reached, with every answer considered there scored by the rollout reward."""
+
+    env: Environment
+    """The environment at the state (the learner's answer is applied after the consumer has read it)."""
+    observation: Observation
+    """A plain copy of the observation, which the step cannot change."""
+    step: int
+    champion: JointAction
+    greedy: JointAction
+    samples: list[JointAction]
+    rewards: dict[str, float]
+    """The rollout reward of each distinct answer, by its key (answer_key)."""
+
+    def reward(self, joint: JointAction) -> float:
+        return self.rewards[answer_key(joint)]
+
+    def best(self, kept: JointAction) -> JointAction:
+        """The best-rewarded of the champion's, the greedy and the sampled answers; `kept` on a tie."""
+        best = max((self.champion, self.greedy, *self.samples), key=self.reward)
+        return kept if self.reward(best) <= self.reward(kept) else best
+
+    def log(self, meta: EpisodeMeta, best: JointAction) -> StateLog:
+        sampled = sum(map(self.reward, self.samples)) / len(self.samples) if self.samples else 0.0
+        source = "champion" if best is self.champion else "learner" if best is self.greedy else "sample"
+        return StateLog(meta.scenario, meta.seed, self.step, sampled, self.reward(self.champion),
+                        self.reward(self.greedy), self.reward(best), source)
+
+
 def rollout_reward(snapshot: dict[str, Any], joint: JointAction) -> float:
     """The rollout reward of answering `joint` (every role's action) at the snapshot."""
     rollout = Rollout(snapshot, None)
@@ -61,15 +91,13 @@ def rollout_reward(snapshot: dict[str, Any], joint: JointAction) -> float:
     return rollout.finish()
 
 
-def _key(joint: JointAction) -> str:
+def answer_key(joint: JointAction) -> str:
     return json.dumps(joint, sort_keys=True)
 
 
-def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySpec], mode: Mode,
-             logs: list[StateLog], keep: str = "champion") -> Iterator[dict[str, Any]]:
-    """Play one episode with the greedy `learner`; at each state yield the rows of the best-rewarded answer among
-    the champion's, the learner's and the samplers', `keep`'s on a tie (module docstring), appending each state's
-    StateLog to `logs`."""
+def scored_states(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySpec]) -> Iterator[ScoredState]:
+    """Play one episode with the greedy `learner`, yielding each state it reaches with the champion's, the learner's
+    and the samplers' answers there scored; the learner's answer is played once the consumer has read the state."""
     env = aaos.make(meta.task, scenario=meta.scenario, seed=meta.seed, env=meta.env)
     champion = aaos.policies.make("heuristic", seed=meta.seed, env=meta.env)
     model = build_policy(learner, meta.env, meta.seed)
@@ -85,19 +113,11 @@ def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySp
             snapshot = make_snapshot(meta, taken, state_hash(env.state()))
             label, greedy = champion.act(observation), model.act(observation)
             samples = [policy.act(observation) for policy in sampling]
-            scored: dict[str, float] = {}
+            rewards: dict[str, float] = {}
             for joint in (label, greedy, *samples):
-                if _key(joint) not in scored:
-                    scored[_key(joint)] = rollout_reward(snapshot, joint)
-            kept = label if keep == "champion" else greedy
-            best = max((label, greedy, *samples), key=lambda joint: scored[_key(joint)])
-            if scored[_key(best)] <= scored[_key(kept)]:
-                best = kept
-            logs.append(StateLog(meta.scenario, meta.seed, step,
-                                 sum(scored[_key(s)] for s in samples) / len(samples) if samples else 0.0,
-                                 scored[_key(label)], scored[_key(greedy)], scored[_key(best)],
-                                 "champion" if best is label else "learner" if best is greedy else "sample"))
-            yield from labelled_rows(env, seen, best, meta, step, mode)
+                if answer_key(joint) not in rewards:
+                    rewards[answer_key(joint)] = rollout_reward(snapshot, joint)
+            yield ScoredState(env, seen, step, label, greedy, samples, rewards)
             joint = copy.deepcopy(greedy)
             result = env.step(greedy)
             taken.append(joint)
@@ -107,6 +127,17 @@ def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySp
     finally:
         for policy in (model, *sampling):
             policy.close()
+
+
+def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySpec], mode: Mode,
+             logs: list[StateLog], keep: str = "champion") -> Iterator[dict[str, Any]]:
+    """Play one episode with the greedy `learner`; at each state yield the rows of the best-rewarded answer among
+    the champion's, the learner's and the samplers', `keep`'s on a tie (module docstring), appending each state's
+    StateLog to `logs`."""
+    for state in scored_states(meta, learner, samplers):
+        best = state.best(state.champion if keep == "champion" else state.greedy)
+        logs.append(state.log(meta, best))
+        yield from labelled_rows(state.env, state.observation, best, meta, state.step, mode)
 
 
 def log_row(round_: int, logs: Sequence[StateLog]) -> dict[str, Any]:

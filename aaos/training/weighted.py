@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class Encoded:
 
     input_ids: list[int]
     weights: list[float]
+
+
+Item = TypeVar("Item")
 
 
 def encode(tokenizer: Any, messages: list[dict[str, str]], decision_chars: Sequence[int], decision_weight: float,
@@ -48,15 +51,26 @@ def encode(tokenizer: Any, messages: list[dict[str, str]], decision_chars: Seque
     return Encoded(ids, ([0.0] * len(prompt_ids) + weights)[:max_length])
 
 
-def row_loss(model: Any, row: Encoded) -> Any:
-    """The row's weighted mean next-token loss (a scalar tensor)."""
+def token_losses(model: Any, row: Encoded) -> Any:
+    """The next-token loss of each of the row's tokens after the first (a tensor)."""
     import torch
 
     ids = torch.tensor([row.input_ids], device=model.device)
     logits = model(input_ids=ids).logits[0, :-1].float()
-    losses = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="none")
-    weights = torch.tensor(row.weights[1:], device=model.device)
+    return torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="none")
+
+
+def weighted_mean(losses: Any, row: Encoded) -> Any:
+    """The row's weighted mean of its token losses (token_losses)."""
+    import torch
+
+    weights = torch.tensor(row.weights[1:], device=losses.device)
     return (losses * weights).sum() / weights.sum().clamp_min(1e-9)
+
+
+def row_loss(model: Any, row: Encoded) -> Any:
+    """The row's weighted mean next-token loss (a scalar tensor)."""
+    return weighted_mean(token_losses(model, row), row)
 
 
 def schedule(step: int, steps: int) -> float:
@@ -67,15 +81,15 @@ def schedule(step: int, steps: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
 
-def fit(model: Any, rows: Sequence[Encoded], steps: int, grad_accumulation: int, learning_rate: float,
-        seed: int) -> list[dict[str, float]]:
-    """Train the model's trainable parameters for `steps` optimizer steps (module docstring); the log, one entry a
-    step: step, loss (the mean row loss of the step), learning_rate."""
+def fit(model: Any, rows: Sequence[Item], steps: int, grad_accumulation: int, learning_rate: float, seed: int,
+        loss_of: Callable[[Any, Item], Any] = row_loss) -> list[dict[str, float]]:
+    """Train the model's trainable parameters for `steps` optimizer steps (module docstring) on the loss `loss_of`
+    gives each row (row_loss: the SFT row's; aaos.training.dpo: a preference pair's); the log, one entry a step:
+    step, loss (the mean row loss of the step), learning_rate."""
     import torch
 
-    rows = [row for row in rows if sum(row.weights) > 0]
     if not rows:
-        raise ValueError("no row has an answer token to train on")
+        raise ValueError("no row to train on")
     torch.manual_seed(seed)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.0)
@@ -90,7 +104,7 @@ def fit(model: Any, rows: Sequence[Encoded], steps: int, grad_accumulation: int,
             if not order:
                 order = list(range(len(rows)))
                 shuffler.shuffle(order)
-            loss = row_loss(model, rows[order.pop()]) / grad_accumulation
+            loss = loss_of(model, rows[order.pop()]) / grad_accumulation
             loss.backward()
             total += float(loss.detach())
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)

@@ -62,12 +62,16 @@ TRAINING_LATER: dict[str, str] = {
     "rft": "Then rejection-sampling fine-tuning (RFT): the model played training episodes of its own; at every state "
            "several answers sampled from it, its own greedy answer and the champion's were scored by the environment's "
            "rollout reward, and the best of them became the example ({rft_rows:,} examples; the champion's on a tie). ",
+    "dpo": "Then preference optimisation (DPO): the model played training episodes of its own; at every state the "
+           "best-rewarded answer and the model's own worst one, where the environment's rollout reward told them "
+           "apart, became a pair ({dpo_pairs:,} pairs), and training moved the model toward the better answer and "
+           "away from the worse. ",
     "grpo": "Then GRPO on {grpo_prompts:,} prompts, scoring each answer the model writes with the environment's "
             "reward. ",
 }
 """What TRAINING_ABOUT says of each training stage after SFT that the run ran."""
 TRAINING_STAGES: dict[str, str] = {"collect": "collecting", "sft": "SFT", "dagger": "DAgger", "rft": "RFT",
-                                   "grpo": "GRPO", "export": "export", "evaluate": "evaluation"}
+                                   "dpo": "DPO", "grpo": "GRPO", "export": "export", "evaluate": "evaluation"}
 """The pipeline's stages as the explanation names them."""
 TRAINING_TABLE_TITLE = "Holdout comparison"
 TRAINING_COMPONENTS_TITLE = "Reward components: holdout means"

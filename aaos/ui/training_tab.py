@@ -36,7 +36,7 @@ BAR = "random"
 """The baseline a trained model must beat besides the untrained one (which may score nothing at all)."""
 PLOT_SLOTS: dict[str, str] = {name: f"training_{name.removesuffix('.png')}" for name in PLOTS}
 """Each plot's image component, by the plot's file name."""
-REWARD_PLOT, REWARD_STAGES = "reward.png", ("rft", "grpo")
+REWARD_PLOT, REWARD_STAGES = "reward.png", ("rft", "dpo", "grpo")
 """The plot of the reward-driven stages, shown only for a run that trained one (a file left by an earlier run in the
 folder would show a stage this run did not train)."""
 WIDE_PLOT = "components.png"
@@ -63,6 +63,8 @@ class Dataset(_Strict):
     dagger_rows: int
     rft_rows: int = 0
     """0 in the summaries of runs from before the RFT stage."""
+    dpo_pairs: int = 0
+    """0 in the summaries of runs from before the DPO stage."""
     grpo_prompts: int
 
 
