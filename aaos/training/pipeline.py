@@ -331,6 +331,26 @@ def _metas(run_: Run, episodes: int, first_seed: int) -> list[EpisodeMeta]:
             for i in range(episodes)]
 
 
+def _first_seed(run_: Run, stage: str) -> int:
+    """The train seed `stage`'s episodes start at: after the champion's and those of every stage before it."""
+    preset = run_.preset
+    played = {"dagger": preset.dagger_rounds * _seeds_for(run_, preset.dagger_episodes),
+              "rft": preset.rft_rounds * _seeds_for(run_, preset.rft_episodes)}
+    return preset.train_seeds + sum(seeds for earlier, seeds in played.items()
+                                    if TRAINING_STAGES.index(earlier) < TRAINING_STAGES.index(stage))
+
+
+def _stage_folder(run_: Run, stage: str, *written: Path) -> Path | None:
+    """Remove what an earlier run of the stage wrote (its folder and the `written` files); the stage's new, empty
+    folder, or None where the preset does not run it."""
+    folder = run_.out / stage
+    _forget(folder, *written)
+    if stage not in run_.preset.trained():
+        return None
+    folder.mkdir()
+    return folder
+
+
 def _samplers(server: LocalModelServer, preset: Preset) -> tuple[PolicySpec, list[PolicySpec]]:
     """The model as RFT and DPO play it (greedy, learner_config) and rft_samples samplers of it at rft_temperature."""
     greedy = learner_config(server, preset)
@@ -342,18 +362,16 @@ def _samplers(server: LocalModelServer, preset: Preset) -> tuple[PolicySpec, lis
 def dagger(run_: Run) -> None:
     """DAgger (see the module docstring); round r's model is served from dagger/round<r>.gguf."""
     preset = run_.preset
-    folder = run_.out / "dagger"
-    _forget(folder, run_.out / "dagger_log.csv")
-    if "dagger" not in preset.trained():
+    folder = _stage_folder(run_, "dagger", run_.out / "dagger_log.csv")
+    if folder is None:
         return
     from aaos.training.gguf_lora import write_gguf_lora
 
-    folder.mkdir()
     per_round = _seeds_for(run_, preset.dagger_episodes)
     rows = [run_.out / "sft.jsonl"]
     log: list[dict[str, Any]] = []
     for round_ in range(preset.dagger_rounds):
-        metas = _metas(run_, preset.dagger_episodes, preset.train_seeds + round_ * per_round)
+        metas = _metas(run_, preset.dagger_episodes, _first_seed(run_, "dagger") + round_ * per_round)
         start = _latest(run_, "dagger") if round_ == 0 else _adapter(run_, "dagger")
         write_gguf_lora(start, folder / f"round{round_}.gguf")
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
@@ -371,21 +389,18 @@ def dagger(run_: Run) -> None:
 def rft(run_: Run) -> None:
     """Rejection-sampling fine-tuning (see the module docstring); round r's model is served from rft/round<r>.gguf."""
     preset = run_.preset
-    folder = run_.out / "rft"
-    _forget(folder, run_.out / "rft_samples.csv", run_.out / "rft_log.csv")
-    if "rft" not in preset.trained():
+    folder = _stage_folder(run_, "rft", run_.out / "rft_samples.csv", run_.out / "rft_log.csv")
+    if folder is None:
         return
     from aaos.training.gguf_lora import write_gguf_lora
     from aaos.training.rft import StateLog, state_rows
 
-    folder.mkdir()
     per_round = _seeds_for(run_, preset.rft_episodes)
-    first_seed = preset.train_seeds + preset.dagger_rounds * _seeds_for(run_, preset.dagger_episodes)
     rows = [run_.out / "sft.jsonl", *sorted((run_.out / "dagger").glob("round*.jsonl"))]
     lines: list[dict[str, Any]] = []
     log: list[dict[str, Any]] = []
     for round_ in range(preset.rft_rounds):
-        metas = _metas(run_, preset.rft_episodes, first_seed + round_ * per_round)
+        metas = _metas(run_, preset.rft_episodes, _first_seed(run_, "rft") + round_ * per_round)
         start = _latest(run_, "rft") if round_ == 0 else _adapter(run_, "rft")
         write_gguf_lora(start, folder / f"round{round_}.gguf")
         server = LocalModelServer(lora=folder / f"round{round_}.gguf").start()
@@ -423,17 +438,13 @@ def dpo(run_: Run) -> None:
     train episodes on seeds new to it, served from dpo/model.gguf -> dpo/pairs.jsonl, dpo/states.jsonl,
     adapters/dpo, dpo_log.csv, dpo_samples.csv (as rft_samples.csv, with each episode's pairs)."""
     preset = run_.preset
-    folder = run_.out / "dpo"
-    _forget(folder, run_.out / "dpo_samples.csv", run_.out / "dpo_log.csv")
-    if "dpo" not in preset.trained():
+    folder = _stage_folder(run_, "dpo", run_.out / "dpo_samples.csv", run_.out / "dpo_log.csv")
+    if folder is None:
         return
     from aaos.training.dpo import encode_pair, pair_loss, preference_rows, with_reference
     from aaos.training.gguf_lora import write_gguf_lora
     from aaos.training.rft import StateLog, log_row, state_rows
 
-    folder.mkdir()
-    first_seed = (preset.train_seeds + preset.dagger_rounds * _seeds_for(run_, preset.dagger_episodes)
-                  + preset.rft_rounds * _seeds_for(run_, preset.rft_episodes))
     start = _latest(run_, "dpo")
     write_gguf_lora(start, folder / "model.gguf")
     server = LocalModelServer(lora=folder / "model.gguf").start()
@@ -443,7 +454,7 @@ def dpo(run_: Run) -> None:
         learner, samplers = _samplers(server, preset)
 
         def pairs() -> Iterator[dict[str, Any]]:
-            for meta in _metas(run_, preset.dpo_episodes, first_seed):
+            for meta in _metas(run_, preset.dpo_episodes, _first_seed(run_, "dpo")):
                 logs: list[StateLog] = []
                 kept = list(preference_rows(meta, learner, samplers, MODE, preset.dpo_margin, logs))
                 yield from kept
