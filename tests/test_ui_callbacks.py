@@ -291,6 +291,20 @@ def test_a_runs_signal_that_lands_after_a_reset_redraws_the_new_episode() -> Non
     assert list(runs) == [] and play_tab.redraw(None) == {}
 
 
+def test_a_drawing_is_sent_once_so_a_message_set_after_it_stays() -> None:
+    """Two signals queue up (a task then a scenario picked); the first redraw sends the latest drawing, and the
+    second sends nothing, so the message a seed typed since then set stays on the page."""
+    session = reset()["session"]
+    signalling = play_tab.signalling(play_tab.choose_episode)
+    signalling(None, session, "org", "crisis_management", "product_launch_failure", 0, "engineer", False)
+    signalling(None, session, "org", "crisis_management", "vendor_outage_cascade", 0, "engineer", False)
+    assert "vendor_outage_cascade" in play_tab.redraw(session)["status"]
+    assert "Seed 10003 is selected" in play_tab.choose_seed(session, 10003)["message"]
+    assert play_tab.redraw(session) == {}
+    play_tab.reset(None, session, "org", "crisis_management", "vendor_outage_cascade", 10003, "engineer", False)
+    assert "seed 10003" in play_tab.redraw(session)["status"]
+
+
 def test_only_the_redraw_draws_the_episode_one_at_a_time() -> None:
     """Two events drawing the same components race in the page and in what Gradio keeps per browser session (a
     dropdown's choices): every event that changes the episode signals, and the redraw alone draws it."""

@@ -97,6 +97,7 @@ def test_a_composer_error_stays_through_a_runs_steps_until_the_user_acts() -> No
     next(run)
     assert "Not queued: payload.plan" in play_tab.redraw(session)["queue_note"]
     acted = play_tab.choose_action(None, session, "engineer", "query_metrics", False)
+    next(run)
     assert acted["queue_note"] == "" and play_tab.redraw(session)["queue_note"] == ""
     run.close()
 

@@ -73,10 +73,14 @@ def full(session: Session, note: str, kind: str, form: composer.Form | None) -> 
 def redraw(session: Session | None) -> Outputs:
     """The session's latest drawing, with the form's if no redraw has sent it yet (the only event that draws the
     episode; see play_tab.signalling) and the Queue error as it is now (a Queue answered after the drawing).
-    Outputs: FULL."""
+    A drawing is sent once: signals queue up and the first redraw sends the latest drawing, so the later ones would
+    only send it again, over what the page showed since (a typed seed's message). Outputs: FULL."""
     if session is None:
         return {}
     with session.lock:
+        if session.draws_sent == session.draws:
+            return {}
+        session.draws_sent = session.draws
         form, session.form_drawn = session.form_drawn, {}
         return {**session.drawn, **form, "queue_note": session.queue_note}
 

@@ -84,9 +84,9 @@ class Session:
     benchmark (its plan holds the OpenAI-compatible model's config, token included, if it used one).
     drawn: the episode's latest drawing (episode.full's outputs but the form), which the redraw sends; form_drawn:
     the form's latest drawing until a redraw sends it (a run's steps leave the form to the user); draws: how many
-    drawings there have been (the signal to redraw); form_shown: the role, action and raw-JSON switch the form was
-    last composed for; queue_note: why the last Queue failed (HTML, "" for none), shown under the Queue button until
-    the user acts again (a run's steps keep it).
+    drawings there have been (the signal to redraw); draws_sent: the drawing the redraw last sent; form_shown: the
+    role, action and raw-JSON switch the form was last composed for; queue_note: why the last Queue failed (HTML, ""
+    for none), shown under the Queue button until the user acts again (a run's steps keep it).
     """
 
     def __init__(self, meta: EpisodeMeta) -> None:
@@ -106,6 +106,7 @@ class Session:
         self.form_shown: tuple[str, str, bool] | None = None
         self.queue_note = ""
         self.draws = 0
+        self.draws_sent = 0
         self.benchmark: BenchmarkRun | None = None
         self._workdir: Path | None = None
         self._remove_workdir: weakref.finalize | None = None
