@@ -199,6 +199,19 @@ def test_the_plots_read_at_half_size_with_whole_steps_and_the_legend_off_the_bar
             plt.close("all")
 
 
+def test_a_rerun_without_a_reward_driven_stage_leaves_no_earlier_reward_plot(tmp_path: Path) -> None:
+    """A run folder rerun with the reward-driven stage turned off keeps the earlier run's plots/reward.png unless
+    the report removes it; published, it would show a curve of a stage the run did not train."""
+    pytest.importorskip("matplotlib.pyplot", reason="matplotlib is in the optional [train] extra")
+    summary = sample_summary()
+    summary["components"] = [c.name for c in aaos.spec("org").reward_components]
+    run = write_run(tmp_path, summary)
+    (run / "sft_log.csv").write_text("step,loss\n1,2.0\n2,1.0\n", encoding="utf-8")
+    written = plots.write_plots(run)
+    assert sorted(path.name for path in written) == sorted(set(PLOTS) - {"reward.png"})
+    assert sorted(path.name for path in (run / "plots").iterdir()) == sorted(path.name for path in written)
+
+
 def test_picking_an_environment_renders_every_output_by_name(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(training_tab, "RESULTS_ROOT", sample)
     out = training_tab.choose_env("org")

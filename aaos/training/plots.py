@@ -87,17 +87,22 @@ def _series(rows: list[dict[str, str]], key: str) -> tuple[list[float], list[flo
 
 
 def write_plots(run_dir: Path) -> list[Path]:
-    """Write the four plots of the run in `run_dir` (see the module docstring); their paths."""
+    """Write the plots of the run in `run_dir` (see the module docstring), removing any it no longer makes (a rerun
+    without a reward-driven stage: no earlier curve may stand in for it); their paths."""
     import matplotlib.pyplot as plt
 
     folder = run_dir / "plots"
     folder.mkdir(exist_ok=True)
     written = []
     with plt.rc_context(FONTS):  # ticks are laid out when drawn: with the same fonts
-        for name, fig in figures(run_dir).items():
+        made = figures(run_dir)
+        for name, fig in made.items():
             fig.savefig(folder / name, dpi=DPI, bbox_inches="tight")
             plt.close(fig)
             written.append(folder / name)
+    for name in PLOTS:
+        if name not in made:
+            (folder / name).unlink(missing_ok=True)
     return written
 
 
