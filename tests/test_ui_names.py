@@ -30,4 +30,6 @@ def test_every_tab_names_each_model_alike(env: str) -> None:
         assert shown == expected, tab
     assert set(expected.values()) <= rows
     assert f"{display_name(LOCAL_TRAINED)}, any legal call" in rows  # the guardrail-off run of the shipped model
-    assert names.policy_name("sft", final) == "SmolLM2-135M after SFT"  # a stage the project does not ship
+    shelved, stage = ("dagger", "DAgger") if final == "sft" else ("sft", "SFT")  # a stage the project does not ship
+    assert names.policy_name(shelved, final) == f"SmolLM2-135M after {stage}"
+    assert names.policy_name(final, final) == display_name(LOCAL_TRAINED)

@@ -178,9 +178,10 @@ def test_the_committed_evaluation_replays_the_baselines_and_the_models_whose_ste
         watched = replays.load(entry)
         assert watched.steps == entry.result["steps"] and watched.note == ""
         assert watched.records[-1]["score"] == pytest.approx(entry.result["score"])
-    legal = final + LEGAL  # its steps are not kept: it shows its scores only, saying why
-    unkept = replays.load(next(e for e in found if e.policy == legal))
-    assert unkept.steps == 0 and f"{legal} is a model" in unkept.note
+    legal = next(e for e in found if e.policy == final + LEGAL)  # the final model decoding every legal call: kept too
+    assert replays.load(legal).steps == legal.result["steps"]
+    unkept = replays.load(replace(legal, records=()))  # a run that kept no steps of it: its scores only, saying why
+    assert unkept.steps == 0 and f"{legal.policy} is a model" in unkept.note
     # a baseline recorded under another version, without kept steps: shown as its scores, never re-played
     older = replace(champion, records=(), result={**champion.result, "env_version": "0"})
     shown = replays.load(older)
@@ -249,11 +250,6 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     page.get_by_role("option", name=tuned.label, exact=True).click()
     expect(page.locator("#aaos-replay-at")).to_have_text(f"1 / {tuned.result['steps']}")
     expect(page.locator("#aaos-replay-note")).to_contain_text(f"score {tuned.score:.3f}")
-    unkept = next(e for e in found if e.policy == final + LEGAL)  # its steps were not kept: its scores only
-    page.locator("#aaos-replay-episode input").click()
-    page.get_by_role("option", name=unkept.label, exact=True).click()
-    expect(page.locator("#aaos-replay-note")).to_contain_text(f"{final}{LEGAL} is a model")
-    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{unkept.score:.3f}")
     session = played(COS, 4, "random")  # kept: its download folder goes with it
     trajectory, _ = session.export()
     page.locator("#aaos-replay-source").get_by_text("An uploaded JSONL file").click()
@@ -261,6 +257,12 @@ def test_the_committed_evaluation_and_an_upload_in_the_browser(page: Page, tmp_p
     expect(page.locator("#aaos-replay-note")).to_contain_text("4 steps")
     expect(page.locator("#aaos-replay-at")).to_have_text("1 / 4")
     page.screenshot(path=str(ARTIFACTS / "ui_replay_committed.png"), full_page=True)
+    page.locator("#aaos-replay-upload").get_by_role("button", name="Clear").click()
+    unkept = next(e for e in found if e.policy == final + LEGAL)  # its result record alone: its scores only
+    page.locator("#aaos-replay-upload input[type=file]").set_input_files(
+        _jsonl(tmp_path / "result.jsonl", [dict(unkept.result)]))
+    expect(page.locator("#aaos-replay-note")).to_contain_text(f"{final}{LEGAL} is a model")
+    expect(page.locator("#aaos-replay-result")).to_contain_text(f"{unkept.score:.3f}")
 
 
 def test_the_step_box_and_the_arrow_keys_show_their_step_at_once(page: Page) -> None:

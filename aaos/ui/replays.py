@@ -174,8 +174,8 @@ def read_upload(path: str | Path) -> list[Entry]:
 
 def committed(env_id: str, root: Path = EVAL_ROOT) -> list[Entry]:
     """The committed training evaluation's episodes of an environment (none without a committed run); a model's
-    episode with its steps where the run kept them (eval_steps.jsonl: the untrained model's and each training
-    stage's)."""
+    episode with its steps where the run kept them (eval_steps.jsonl: the untrained model's, each training stage's
+    and the final one's decoding every legal call)."""
     path, steps_path = root / env_id / "eval.jsonl", root / env_id / "eval_steps.jsonl"
     if not path.is_file():
         return []

@@ -32,8 +32,8 @@ NOT_EPISODES = ("its lines are neither trajectory records (with a joint_action) 
 UNKNOWN_ENV = "environment {env!r} is not registered here"
 TOO_LONG = "it has {count:,} lines; the Replay tab reads at most {limit:,}"
 MODEL_NOT_REPLAYED = ("{policy} is a model and its result record holds no steps: it cannot be replayed without them "
-                      "(aaos bench --trajectories records them; aaos train keeps those of the untrained model and "
-                      "of each training stage's)")
+                      "(aaos bench --trajectories records them; aaos train keeps those of the untrained model, "
+                      "of each training stage's and of the final one decoding every legal call)")
 FAILED_EPISODE = "the episode failed ({error})"
 OTHER_VERSIONS = ("it was played under {env} v{version}, reward v{reward}; this checkout has v{current}, reward "
                   "v{current_reward}, which would play and score it differently")
