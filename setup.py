@@ -17,6 +17,7 @@ class BuildWithData(build_py):
         super().run()
         for name in DATA_FOLDERS:
             target = Path(self.build_lib) / "aaos" / "_data" / name
+            shutil.rmtree(target, ignore_errors=True)  # an earlier build's copy may hold files removed since
             shutil.copytree(Path(__file__).parent / name, target, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("__pycache__"))
 

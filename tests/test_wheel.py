@@ -58,6 +58,18 @@ def test_the_wheel_carries_the_scenarios_and_makes_every_task(venv: Path) -> Non
         assert made["ids"] == [aaos.spec(env_id).default_scenario] * len(aaos.spec(env_id).tasks)
 
 
+def test_the_wheel_carries_the_results_as_the_checkout_has_them(venv: Path) -> None:
+    """A wheel rebuilt in a checkout whose committed results changed ships them as they are now, none of the files
+    an earlier build copied and the checkout has since removed (setuptools reuses its build/ folder)."""
+    code = "import aaos, pathlib; print(pathlib.Path(aaos.__file__).parent / '_data' / 'results')"
+    shipped = Path(run(venv, str(venv / "bin" / "python"), "-c", code).stdout.strip())
+
+    def files(root: Path) -> set[str]:
+        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+    assert files(shipped) == files(REPO_ROOT / "results")
+
+
 def test_aaos_run_plays_an_episode(venv: Path) -> None:
     out = run(venv, str(venv / "bin" / "aaos"), "run", "--task", "org_simulation", "--policy", "heuristic",
               "--quiet").stdout
