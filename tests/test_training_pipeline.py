@@ -18,6 +18,7 @@ from aaos.cli import main as cli
 from aaos.training.decisions import parse_answer
 from aaos.training.pipeline import (
     BASELINES,
+    CONFIRMATION,
     EVALUATED,
     GROUP_TRIES,
     PUBLISHED,
@@ -193,6 +194,25 @@ def test_publish_ships_the_adapter_only_when_the_model_beat_the_untrained_one(tm
     assert all((dest / name).read_bytes() == (run_.out / name).read_bytes() for name in PUBLISHED if name != skipped)
     assert not (dest / skipped).exists()
     assert ((dest / ADAPTER_FILE).read_bytes() == b"GGUF adapter") if beats else not (dest / ADAPTER_FILE).exists()
+
+
+@pytest.mark.parametrize("shipped_before", [b"GGUF adapter", b"another adapter", None])
+def test_publish_keeps_a_confirmation_only_of_the_adapter_it_ships(tmp_path: Path,
+                                                                   shipped_before: bytes | None) -> None:
+    """A confirmation (the gate on a salted holdout) judged the adapter shipped when it was played: it stays while
+    that adapter does."""
+    run_ = _run(tmp_path / "run")
+    for name in PUBLISHED:
+        (run_.out / name).parent.mkdir(parents=True, exist_ok=True)
+    (run_.out / "summary.json").write_text(json.dumps({"beats_untrained": True, "final": "rft"}), encoding="utf-8")
+    (run_.out / "rft.gguf").write_bytes(b"GGUF adapter")
+    dest = tmp_path / "results"
+    (dest / CONFIRMATION).mkdir(parents=True)
+    (dest / CONFIRMATION / "results.jsonl").write_text("{}\n", encoding="utf-8")
+    if shipped_before is not None:
+        (dest / ADAPTER_FILE).write_bytes(shipped_before)
+    publish(run_, dest)
+    assert (dest / CONFIRMATION / "results.jsonl").exists() == (shipped_before == b"GGUF adapter")
 
 
 @pytest.mark.local_model

@@ -16,7 +16,9 @@ from ui_fixtures import assert_no_reprs, html_table
 
 import aaos
 from aaos.core.html import humanize
+from aaos.policies import LOCAL_TRAINED
 from aaos.training import plots
+from aaos.training.pipeline import CONFIRMATION
 from aaos.training.plots import PLOTS
 from aaos.ui import names, prose, training_tab
 from aaos.ui.layout import build_blocks
@@ -136,6 +138,33 @@ def test_an_untrained_win_and_a_promotion_read_as_such(tmp_path: Path) -> None:
     write_run(tmp_path, summary)
     verdicts = training_tab.view("org", tmp_path).verdicts
     assert "aaos-rejected\">no" in verdicts and "aaos-applied\">promote" in verdicts
+
+
+def confirmation_record(policy: str, seed: int, score: float, salt: str | None) -> dict[str, Any]:
+    return {"policy": policy, "split": "holdout", "holdout_salt": salt, "env": "org", "env_version": "5",
+            "reward_version": "3", "task": "org_simulation", "scenario": "s", "seed": seed, "score": score,
+            "components": {"efficiency": score}, "actions": 10, "invalid_actions": 0, "hard_violations": 0,
+            "llm": None, "wall_s": 0.1, "error": None}
+
+
+@pytest.mark.parametrize("salt", ["e180f225f20d", None])
+def test_a_confirmation_on_a_salted_holdout_shows_its_own_gate_under_the_summarys(tmp_path: Path,
+                                                                                  salt: str | None) -> None:
+    """The summary's gate says promote; played again on a salted holdout the model falls 0.05 short, and the tab
+    says so with the salt's fingerprint. Public holdout episodes are no confirmation."""
+    folder = write_run(tmp_path, sample_summary() | {"gate_vs_champion": {"verdict": "PROMOTE", "reasons": []}})
+    records = [confirmation_record(policy, 10_000 + seed, score + 0.01 * seed, salt)
+               for seed in range(5) for policy, score in ((LOCAL_TRAINED, 0.8), ("heuristic", 0.85))]
+    (folder / CONFIRMATION).mkdir()
+    (folder / CONFIRMATION / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    verdicts = training_tab.view("org", tmp_path).verdicts
+    assert verdicts.count("aaos-applied\">promote") == 1
+    if salt is None:
+        assert "aaos-training-confirmation" not in verdicts and "no promote" not in verdicts
+        return
+    shown = verdicts[verdicts.index("aaos-training-confirmation"):]
+    assert "aaos-rejected\">no promote" in shown and "holdout mean 0.820 is 0.050 below" in shown
+    assert "SmolLM2-135M fine-tuned: 0.820 (" in shown and "5 episodes" in shown and salt in shown
 
 
 def beats_random(verdicts: str) -> str:

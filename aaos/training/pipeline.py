@@ -753,6 +753,11 @@ PUBLISHED = ("summary.json", "eval.csv", "eval.jsonl", "eval_steps.jsonl", "sft_
              "rft_log.csv", "rft_samples.csv", "dpo_log.csv", "dpo_samples.csv", "grpo_log.csv",
              *(f"plots/{name}" for name in PLOTS))
 """The files of a run that are its evidence (`publish` copies them, with the final adapter as ADAPTER_FILE)."""
+CONFIRMATION = "confirmation"
+"""The folder beside the published evidence where `aaos bench --out` played the shipped model and the champion again
+on holdout variants no run has seen (a secret holdout salt; docs/training.md): the promotion gate judged away from
+the episodes a run chose its stages on. It judged one adapter, so `publish` removes it when the shipped one
+changes."""
 
 
 def command(env: str, task: str, preset: str, seed: int = 0) -> str:
@@ -769,8 +774,9 @@ def command(env: str, task: str, preset: str, seed: int = 0) -> str:
 def publish(run_: Run, dest: Path) -> None:
     """Copy the run's evidence (PUBLISHED) into `dest`, and its final adapter as ADAPTER_FILE (which the Space's
     local agent then loads) only if the model beat the untrained one on holdout (CIs apart); otherwise any
-    adapter published before is removed, so the local agent stays the untrained model. The datasets,
-    checkpoints and peft adapters stay in the run folder."""
+    adapter published before is removed, so the local agent stays the untrained model. A CONFIRMATION of another
+    adapter than the one now shipped is removed. The datasets, checkpoints and peft adapters stay in the run
+    folder."""
     for name in PUBLISHED:
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         if (run_.out / name).exists():
@@ -778,10 +784,14 @@ def publish(run_: Run, dest: Path) -> None:
         else:  # a stage this preset does not run: no evidence of an earlier run may stand in for it
             (dest / name).unlink(missing_ok=True)
     summary = json.loads((run_.out / "summary.json").read_text(encoding="utf-8"))
+    adapter = dest / ADAPTER_FILE
+    shipped = adapter.read_bytes() if adapter.is_file() else None
     if summary["beats_untrained"]:
-        shutil.copyfile(run_.out / f"{summary['final']}.gguf", dest / ADAPTER_FILE)
+        shutil.copyfile(run_.out / f"{summary['final']}.gguf", adapter)
     else:
-        (dest / ADAPTER_FILE).unlink(missing_ok=True)
+        adapter.unlink(missing_ok=True)
+    if (adapter.read_bytes() if adapter.is_file() else None) != shipped:
+        shutil.rmtree(dest / CONFIRMATION, ignore_errors=True)
 
 
 def train(run_: Run, log: Callable[[str], None] = print) -> dict[str, Any]:

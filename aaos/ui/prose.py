@@ -48,6 +48,10 @@ LEADERBOARD_TITLE = "Leaderboard (ranked within each environment version and spl
 NO_RESULTS = "No results yet: press Run benchmark."
 GATE_RULE = ("On the holdout split, a candidate is promoted only if its mean score is at most {margin:.2f} below the "
              "champion's and its hard violations per episode do not rise.")
+CONFIRMATION_TITLE = "The same gate on holdout variants no run has seen: {trained} vs the champion"
+CONFIRMATION_RULE = ("The gate above judges the holdout episodes on which the run chose which model to ship. Here "
+                     "aaos bench played that model and the champion again on holdout variants drawn with a secret "
+                     "salt (fingerprint {salt}), and the same gate judged them.")
 TRAINING_ABOUT = (
     "{model} was fine-tuned by aaos train on {env}, task {task} (preset {preset}, seed {seed}). The champion played "
     "{episodes:,} training episodes; its decisions became {sft_rows:,} examples for supervised fine-tuning (SFT) of a "

@@ -3,9 +3,9 @@ the holdout comparison of the baselines and the model before and after training,
 command that reproduces the run — with its event (picking an environment shows that environment's evidence).
 
 The evidence is read from results/training/<env id>/ (summary.json and plots/*.png, as the report stage of
-aaos.training.pipeline writes them): the checkout's, or the copy a wheel carries (aaos.data). An environment without
-one gets a note saying so with the command that produces it; a summary.json that cannot be used gets a message
-naming the problem.
+aaos.training.pipeline writes them, and the confirmation/ folder of an `aaos bench` run on a salted holdout where
+there is one): the checkout's, or the copy a wheel carries (aaos.data). An environment without one gets a note
+saying so with the command that produces it; a summary.json that cannot be used gets a message naming the problem.
 """
 
 from __future__ import annotations
@@ -19,11 +19,14 @@ import gradio as gr
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 import aaos
-from aaos.bench.report import GATE_MARGIN
+from aaos.bench.report import CHAMPION, GATE_MARGIN, GateResult, gate
+from aaos.bench.runner import read_records
+from aaos.bench.stats import summarise
 from aaos.core.html import esc, humanize, items, pill
 from aaos.core.spec import EnvSpec
 from aaos.data import data_dir
-from aaos.training.pipeline import command
+from aaos.policies import LOCAL_TRAINED
+from aaos.training.pipeline import CONFIRMATION, command
 from aaos.training.plots import PLOTS
 from aaos.ui import formatting, names, prose
 from aaos.ui.wiring import Outputs, Ui
@@ -122,11 +125,37 @@ def _repo_path(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """The gate judged again on a salted holdout (aaos.training.pipeline.CONFIRMATION): the shipped model's and the
+    champion's leaderboard rows there, by policy, and the verdict."""
+
+    rows: dict[str, dict[str, Any]]
+    gate: GateResult
+    salt: str
+
+
+@dataclass(frozen=True)
 class Evidence:
-    """One environment's committed `aaos train` run: its summary and the plots it has, by file name."""
+    """One environment's committed `aaos train` run: its summary, the plots it has, by file name, and its
+    confirmation where there is one."""
 
     summary: Summary
     plots: dict[str, Path]
+    confirmation: Confirmation | None = None
+
+
+def confirmation(folder: Path) -> Confirmation | None:
+    """The confirmation in `folder` (its results.jsonl), or None where there is none or it holds no salted holdout
+    episodes of both the shipped model and the champion."""
+    path = folder / CONFIRMATION / "results.jsonl"
+    if not path.is_file():
+        return None
+    records = [r for r in read_records(path) if r.get("split") == "holdout" and r.get("holdout_salt")]
+    rows = {row["policy"]: row for row in summarise(records) if row["policy"] in (LOCAL_TRAINED, CHAMPION)}
+    salts = {r["holdout_salt"] for r in records}
+    if len(rows) < 2 or len(salts) != 1:
+        return None
+    return Confirmation(rows, gate(list(rows.values()), LOCAL_TRAINED), salts.pop())
 
 
 def load(env_id: str, root: Path = RESULTS_ROOT) -> Evidence | None:
@@ -148,7 +177,7 @@ def load(env_id: str, root: Path = RESULTS_ROOT) -> Evidence | None:
         raise ValueError(f"{_repo_path(path)}: env is {summary.env!r}, not {env_id!r}")
     plots = {name: folder / "plots" / name for name in PLOTS if (folder / "plots" / name).is_file()
              and (name != REWARD_PLOT or set(summary.trained) & set(REWARD_STAGES))}
-    return Evidence(summary, plots)
+    return Evidence(summary, plots, confirmation(folder))
 
 
 def _share(value: float | None) -> str:
@@ -205,23 +234,36 @@ def _verdict(beaten: bool) -> str:
     return pill("yes", "applied") if beaten else pill("no", "rejected")
 
 
-def verdicts(summary: Summary) -> str:
+def _gate(gate_: Gate | GateResult) -> str:
+    verdict = pill(gate_.verdict.replace("_", " ").lower(), "applied" if gate_.verdict == "PROMOTE" else "rejected")
+    return f"<p>{verdict}</p>{items([esc(reason) for reason in gate_.reasons], '')}"
+
+
+def _confirmed(found: Confirmation, trained: str) -> str:
+    """The confirmation's verdict, its reasons and each policy's mean there."""
+    means = "".join(f"<li>{esc(names.policy_name(policy))}: {row['mean_score']:.3f} ({row['ci_low']:.3f}\u2013"
+                    f"{row['ci_high']:.3f}), {row['episodes']} episodes</li>" for policy, row in found.rows.items())
+    return (f'<h4 id="aaos-training-confirmation">{esc(prose.CONFIRMATION_TITLE.format(trained=trained))}</h4>'
+            f"{_gate(found.gate)}<ul>{means}</ul>"
+            f'<p class="aaos-help">{esc(prose.CONFIRMATION_RULE.format(salt=found.salt))}</p>')
+
+
+def verdicts(summary: Summary, confirmed: Confirmation | None = None) -> str:
     """Whether the trained model beats the untrained one and random legal actions (each with its mean: an untrained
-    model that scores nothing is a low bar), and the promotion gate against the champion with its reasons."""
+    model that scores nothing is a low bar), the promotion gate against the champion with its reasons, and the
+    gate on a salted holdout where the run was `confirmed` there."""
     trained, untrained, bar = (names.policy_name(policy, summary.final)
                                for policy in (summary.final, names.UNTRAINED_STAGE, BAR))
     means = {row.policy: row.mean_score for row in summary.holdout}
     lines = "".join(f"<p>Beats {esc(name)} ({esc(_number(means.get(policy)))}): {_verdict(beaten)}</p>"
                     for policy, name, beaten in ((names.UNTRAINED_STAGE, untrained, summary.beats_untrained),
                                                  (BAR, bar, summary.beats_random)))
-    gate = summary.gate_vs_champion
-    verdict = pill(gate.verdict.replace("_", " ").lower(), "applied" if gate.verdict == "PROMOTE" else "rejected")
     return (f'<div class="aaos-gate" id="aaos-training-verdicts">'
             f"<h4>{esc(trained)} vs {esc(untrained)} and {esc(bar)}</h4>{lines}"
             f'<p class="aaos-help">{esc(prose.TRAINING_BEATS_RULE.format(trained=trained))}</p>'
-            f"<h4>Promotion gate: {esc(trained)} vs the champion</h4><p>{verdict}</p>"
-            f"{items([esc(reason) for reason in gate.reasons], '')}"
-            f'<p class="aaos-help">{esc(prose.GATE_RULE.format(margin=GATE_MARGIN))}</p></div>')
+            f"<h4>Promotion gate: {esc(trained)} vs the champion</h4>{_gate(summary.gate_vs_champion)}"
+            f'<p class="aaos-help">{esc(prose.GATE_RULE.format(margin=GATE_MARGIN))}</p>'
+            f"{_confirmed(confirmed, trained) if confirmed else ''}</div>")
 
 
 def about(spec: EnvSpec, summary: Summary) -> str:
@@ -270,7 +312,7 @@ def view(env_id: str, root: Path = RESULTS_ROOT) -> View:
     summary = evidence.summary
     return View(about(spec, summary), command(env_id, summary.task, summary.preset, summary.seed),
                 prose.TRAINING_REPRODUCE, found=True, table=table(summary, spec),
-                verdicts=verdicts(summary), plots=evidence.plots)
+                verdicts=verdicts(summary, evidence.confirmation), plots=evidence.plots)
 
 
 def build(ui: Ui, env_id: str) -> None:
