@@ -15,6 +15,8 @@ from PIL import Image
 from ui_fixtures import assert_no_reprs, html_table
 
 import aaos
+from aaos.bench.report import write_reports
+from aaos.bench.stats import summarise
 from aaos.core.html import humanize
 from aaos.policies import LOCAL_TRAINED
 from aaos.training import plots
@@ -157,6 +159,7 @@ def test_a_confirmation_on_a_salted_holdout_shows_its_own_gate_under_the_summary
                for seed in range(5) for policy, score in ((LOCAL_TRAINED, 0.8), ("heuristic", 0.85))]
     (folder / CONFIRMATION).mkdir()
     (folder / CONFIRMATION / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_reports(summarise(records), folder / CONFIRMATION, records)  # as aaos bench --out writes them
     verdicts = training_tab.view("org", tmp_path).verdicts
     assert verdicts.count("aaos-applied\">promote") == 1
     if salt is None:

@@ -3,13 +3,14 @@ the holdout comparison of the baselines and the model before and after training,
 command that reproduces the run — with its event (picking an environment shows that environment's evidence).
 
 The evidence is read from results/training/<env id>/ (summary.json and plots/*.png, as the report stage of
-aaos.training.pipeline writes them, and the confirmation/ folder of an `aaos bench` run on a salted holdout where
-there is one): the checkout's, or the copy a wheel carries (aaos.data). An environment without one gets a note
+aaos.training.pipeline writes them, and the leaderboard of an `aaos bench` run on a salted holdout in confirmation/
+where there is one): the checkout's, or the copy a wheel carries (aaos.data). An environment without one gets a note
 saying so with the command that produces it; a summary.json that cannot be used gets a message naming the problem.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 import aaos
 from aaos.bench.report import CHAMPION, GATE_MARGIN, GateResult, gate
 from aaos.bench.runner import read_records
-from aaos.bench.stats import summarise
 from aaos.core.html import esc, humanize, items, pill
 from aaos.core.spec import EnvSpec
 from aaos.data import data_dir
@@ -145,17 +145,18 @@ class Evidence:
 
 
 def confirmation(folder: Path) -> Confirmation | None:
-    """The confirmation in `folder` (its results.jsonl), or None where there is none or it holds no salted holdout
-    episodes of both the shipped model and the champion."""
-    path = folder / CONFIRMATION / "results.jsonl"
-    if not path.is_file():
+    """The confirmation in `folder`: the rows `aaos bench` wrote (leaderboard.json) and the salt of its episodes
+    (results.jsonl); None where there is none, or it holds no salted holdout rows of both the shipped model and the
+    champion."""
+    board, results = (folder / CONFIRMATION / name for name in ("leaderboard.json", "results.jsonl"))
+    if not (board.is_file() and results.is_file()):
         return None
-    records = [r for r in read_records(path) if r.get("split") == "holdout" and r.get("holdout_salt")]
-    rows = {row["policy"]: row for row in summarise(records) if row["policy"] in (LOCAL_TRAINED, CHAMPION)}
-    salts = {r["holdout_salt"] for r in records}
-    if len(rows) < 2 or len(salts) != 1:
+    salts = {r.get("holdout_salt") for r in read_records(results) if r.get("split") == "holdout"}
+    rows = {row["policy"]: row for row in json.loads(board.read_text(encoding="utf-8"))
+            if row["split"] == "holdout" and row["policy"] in (LOCAL_TRAINED, CHAMPION)}
+    if len(rows) < 2 or len(salts) != 1 or None in salts:
         return None
-    return Confirmation(rows, gate(list(rows.values()), LOCAL_TRAINED), salts.pop())
+    return Confirmation(rows, gate(list(rows.values()), LOCAL_TRAINED), str(salts.pop()))
 
 
 def load(env_id: str, root: Path = RESULTS_ROOT) -> Evidence | None:
