@@ -15,6 +15,7 @@ import pytest
 import aaos
 from aaos.agents.local_model import ADAPTER_FILE, LocalModelServer
 from aaos.cli import main as cli
+from aaos.training import pipeline
 from aaos.training.decisions import parse_answer
 from aaos.training.pipeline import (
     BASELINES,
@@ -157,6 +158,31 @@ def test_a_rerun_plays_again_only_the_models_that_changed(tmp_path: Path) -> Non
     other_plan = dataclasses.replace(run_, preset=dataclasses.replace(run_.preset, eval_seeds=2))
     keep_unchanged_evaluations(other_plan)  # other holdout episodes: nothing is kept
     assert _left(run_) == {"eval.jsonl": ""}
+
+
+def test_changed_prompts_retrain_every_stage_and_replay_every_model_but_no_baseline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    run_ = _run(tmp_path / "run")
+    run_.out.mkdir()
+    for stage in STAGES:
+        run_.finish(stage, 1.0)
+    for stage in run_.preset.trained():
+        (run_.out / f"{stage}.gguf").write_bytes(stage.encode())
+    _evaluated(run_)
+    keep_unchanged_evaluations(run_)  # records what each policy was
+    played = _evaluated(run_)
+    keep_unchanged_evaluations(run_)
+    assert _left(run_) == played and all(run_.done(stage) for stage in STAGES)
+
+    shown = pipeline.compact_messages
+    request.addfinalizer(pipeline.prompts_digest.cache_clear)
+    monkeypatch.setattr(pipeline, "compact_messages", lambda observation, spec: [
+        *shown(observation, spec), {"role": "user", "content": "one more line a kit now shows"}])
+    pipeline.prompts_digest.cache_clear()
+    assert not any(run_.done(stage) for stage in STAGES)
+    keep_unchanged_evaluations(run_)
+    assert _left(run_) == {"eval.jsonl": "".join(line for line in played["eval.jsonl"].splitlines(keepends=True)
+                                                 if json.loads(line)["policy"] in BASELINES)}
 
 
 def test_a_stage_no_longer_run_leaves_nothing_of_an_earlier_run_to_report_or_publish(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Stages, in order; each writes its files into the run folder and then `stamps/<stage>.json` (its settings); a
 rerun with the same settings skips every stamped stage, so an interrupted run resumes where it stopped, and a
-changed setting reruns its stage and every stage after it:
+changed setting reruns its stage and every stage after it (the prompts the model is shown count as a setting of
+every stage: prompts_digest):
 
     collect   the champion on the task's train scenarios x train seeds -> episodes.jsonl; from them the SFT
               rows (sft.jsonl) and the GRPO prompts (grpo.jsonl), in compact mode (aaos.agents.prompts)
@@ -67,12 +68,14 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
 import aaos
 from aaos.agents.llm import Decoding, LLMConfig
 from aaos.agents.local_model import ADAPTER_FILE, MODEL_NAME, LocalModelServer
+from aaos.agents.prompts import compact_messages
 from aaos.bench.report import gate
 from aaos.bench.runner import plan_jobs, read_records, run
 from aaos.bench.stats import summarise
@@ -101,6 +104,21 @@ LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 """Every linear layer of a llama block (all of which llama.cpp's GGUF LoRA adapters can carry)."""
 
 
+@cache
+def prompts_digest(env: str, task: str) -> str:
+    """What a model of this environment is shown, as a digest: the compact chats of the champion's episode on each
+    train scenario at the first train seed. Every stage depends on it as on its settings: when a kit's prompting
+    changes, a rerun makes new rows and retrains, and replays the models, rather than keep what the old prompts
+    made."""
+    spec = aaos.spec(env)
+    digest = hashlib.sha256()
+    for scenario in _scenarios(env, "train"):
+        for record in play(EpisodeMeta(env, task, scenario, split_seeds("train", 1)[0]),
+                           aaos.policies.make("heuristic", env=env)):
+            digest.update(json.dumps(compact_messages(record["observation"], spec)).encode())
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True)
 class Run:
     """One pipeline run: where it writes, what it trains on, and how much."""
@@ -118,7 +136,7 @@ class Run:
         preset = dataclasses.asdict(self.preset)
         return {"stages": list(upto), "env": self.env, "task": self.task, "seed": self.seed,
                 "preset": {name: preset[name] for s in upto for name in PRESET_FIELDS.get(s, ())},
-                "env_version": aaos.spec(self.env).version}
+                "env_version": aaos.spec(self.env).version, "prompts": prompts_digest(self.env, self.task)}
 
     def stamp(self, stage: str) -> Path:
         return self.out / "stamps" / f"{stage}.json"
@@ -593,14 +611,17 @@ kept ("kept"), which the summary names."""
 
 def evaluation_keys(run_: Run) -> dict[str, str]:
     """What each policy the evaluation plays is, as far as its episodes depend on it: the evaluation plan and the
-    environment's version, and the policy's name or, for a model, its adapter's bytes and its decoding."""
+    environment's version, and the policy's name or, for a model, the prompts it is shown, its adapter's bytes and
+    its decoding."""
     scenarios, seeds = eval_plan(run_)
     plan = [run_.env, aaos.spec(run_.env).version, run_.task, scenarios, seeds, MODE]
+    prompts = prompts_digest(run_.env, run_.task)
 
     def key(name: str, model: tuple[str | None, Decoding] | None) -> str:
         adapter, decoding = model or (None, None)
         digest = hashlib.sha256((run_.out / f"{adapter}.gguf").read_bytes()).hexdigest() if adapter else None
-        return hashlib.sha256(json.dumps([*plan, name, model is not None, digest, decoding]).encode()).hexdigest()
+        shown = prompts if model is not None else None
+        return hashlib.sha256(json.dumps([*plan, name, shown, digest, decoding]).encode()).hexdigest()
 
     return {**{name: key(name, None) for name in BASELINES},
             **{name: key(name, model) for name, model in run_.preset.evaluated().items()}}
