@@ -318,3 +318,38 @@ def test_a_chief_of_staff_request_carries_what_is_known_of_its_stakeholders_slot
         else:
             assert not open_requests
     assert rows > 20 and unavailable > 0  # drifting stakeholders say which slot is out for them
+
+
+@pytest.mark.parametrize("scenario", [s["id"] for s in aaos.list_scenarios(env="org")])
+def test_the_org_compact_prompt_lists_the_work_awaiting_a_decision_most_urgent_first(scenario: str) -> None:
+    env = aaos.make("org_simulation", scenario=scenario, seed=3)
+    champion = aaos.policies.make("heuristic")
+    observation, listed = env.reset(), {"awaiting_owner": 0, "unflagged_risks": 0}
+    while True:
+        lines = compact_messages(observation, SPEC)[1]["content"].splitlines()
+        chosen = champion.act(observation)
+        tasks = observation["agent_observations"]["product_manager"]["visible_tasks"]
+        pending = {f"{t['id']}|{t['required_role']}" for t in tasks if t["status"] == "pending"}
+        if "awaiting_owner (id|required_role):" in lines:
+            start = lines.index("awaiting_owner (id|required_role):") + 1
+            rows = lines[start:start + len(pending)]
+            assert set(rows) == pending  # every pending task, and only those
+            delegated = chosen["product_manager"]["payload"]
+            assert rows[0] == f"{delegated['task_id']}|{delegated['to']}"  # the champion delegates the first
+            listed["awaiting_owner"] += 1
+        else:
+            assert not pending
+        risks = observation["agent_observations"]["risk_compliance"]["risks"]
+        detected = {r["id"] for r in risks if r["status"] == "detected"}
+        shown = next((line for line in lines if line.startswith("unflagged_risks: ")), None)
+        if shown is not None:
+            ids = shown.removeprefix("unflagged_risks: ").split(",")
+            assert set(ids) == detected and chosen["risk_compliance"]["payload"]["risk_id"] == ids[0]
+            listed["unflagged_risks"] += 1
+        else:
+            assert not detected
+        result = env.step(chosen)
+        if result.done:
+            break
+        observation = result.observation
+    assert all(listed.values())  # both lists appear in every scenario

@@ -73,7 +73,8 @@ class Prompting:
         used (None: as it is), for a world whose choice hangs on such a lookup, which a small model reads from one
         row far more easily than it joins two tables (chief_of_staff: each request carries its stakeholder's
         known preferred slot; inbox: the opened email carries whether its sender is a key account and how many
-        earlier messages they wrote).
+        earlier messages they wrote), or a list filtered from a table (org: the tasks awaiting an owner and the
+        risks not yet flagged, most urgent first).
     """
 
     world: str

@@ -10,7 +10,7 @@ from typing import Any
 
 from aaos.core.policy import Action, Policy, action
 from aaos.envs.org.oversight import RISK_CHECK_WINDOW
-from aaos.envs.org.spec import ACTIONS, PRIORITY_WEIGHT, SEVERITIES, VISIBLE_METRICS
+from aaos.envs.org.spec import ACTIONS, SEVERITIES, VISIBLE_METRICS, most_severe_first, most_urgent_first
 
 PLAN_TEXT = "Sprint plan: deliver critical work first, hand each task to its required role, flag risks early."
 REPLAN_TEXT = "Re-plan after the cut to {resource}: keep critical work funded, defer low-priority work."
@@ -109,8 +109,7 @@ class OrgChampion(Policy):
     def _product_manager(self, role: str, view: dict[str, Any]) -> Action:
         pending = [t for t in view["visible_tasks"] if t["status"] == "pending"]
         if pending:
-            pending.sort(key=lambda t: (-PRIORITY_WEIGHT[t["priority"]], t["deadline_step"], t["id"]))
-            task = pending[0]
+            task = min(pending, key=most_urgent_first)
             return action("delegate_task", task_id=task["id"], to=task["required_role"])
         return _first(_request(role, view), self._query(role, view))
 
@@ -150,8 +149,7 @@ class OrgChampion(Policy):
     def _risk_compliance(self, role: str, view: dict[str, Any]) -> Action:
         unflagged = [r for r in view["risks"] if r["status"] == "detected"]
         if unflagged:
-            unflagged.sort(key=lambda r: (-SEVERITIES.index(r["severity"]), r["id"]))
-            risk = unflagged[0]
+            risk = min(unflagged, key=most_severe_first)
             return action("raise_risk_flag", risk_id=risk["id"], description=risk["description"])
         if _waiting_events(view, "policy_change"):
             event = _waiting_events(view, "policy_change")[0]

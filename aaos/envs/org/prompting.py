@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aaos.core.kit import Prompting
 from aaos.envs.org.oversight import RISK_CHECK_WINDOW
+from aaos.envs.org.spec import most_severe_first, most_urgent_first
 
 ROLE_BRIEFS: dict[str, str] = {
     "product_manager": (
@@ -57,6 +61,24 @@ VIEW_ORDER: tuple[str, ...] = (
 (llama.cpp, hosted APIs) then re-reads only the tail of a role's prompt from one step to the next. The legal
 actions, the step and the last action's result follow the view."""
 
+def with_open_work(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The view with what still waits on a decision listed after its table, most urgent first: the tasks awaiting
+    an owner (pending) with the role each requires, after `visible_tasks`, and the detected risks nobody has
+    flagged, after `risks`. A small model free to write any legal call otherwise re-delegates a task that already
+    has its owner, or re-flags a flagged risk, while others wait: it reads a short list far more easily than it
+    filters a table by a column."""
+    joined: dict[str, Any] = {}
+    for key, value in view.items():
+        joined[key] = value
+        if key == "visible_tasks" and isinstance(value, list):
+            pending = sorted((t for t in value if t["status"] == "pending"), key=most_urgent_first)
+            joined["awaiting_owner"] = [{"id": t["id"], "required_role": t["required_role"]} for t in pending]
+        if key == "risks" and isinstance(value, list):
+            detected = sorted((r for r in value if r["status"] == "detected"), key=most_severe_first)
+            joined["unflagged_risks"] = [r["id"] for r in detected]
+    return joined
+
+
 PROMPTING = Prompting(
     world="AAOS is a simulated tech organisation of six roles ({roles}). Each step every role takes one action.",
     rules=RULES,
@@ -65,4 +87,5 @@ PROMPTING = Prompting(
     compact_omit=frozenset({"name", "title", "description", "detail", "quality", "audited", "completed_tasks",
                             "decided_plans"}),
     compact_settled=frozenset({("responded", True)}),
+    compact_joined=with_open_work,
 )

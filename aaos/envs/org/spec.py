@@ -5,8 +5,9 @@ Each rule here is written once; the simulation, the agents and the docs read it 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,18 @@ METRIC_NAMES: tuple[str, ...] = get_args(MetricName)
 Severity = Literal["low", "medium", "high", "critical"]
 SEVERITIES: tuple[str, ...] = get_args(Severity)
 PRIORITY_WEIGHT: dict[str, float] = {"low": 1.0, "medium": 2.0, "high": 3.0, "critical": 4.0}
+
+
+def most_urgent_first(task: Mapping[str, Any]) -> tuple[float, int, str]:
+    """A viewed task's sort key: highest priority first, then the earliest deadline, then the id."""
+    return -PRIORITY_WEIGHT[task["priority"]], task["deadline_step"], task["id"]
+
+
+def most_severe_first(risk: Mapping[str, Any]) -> tuple[int, str]:
+    """A viewed risk's sort key: the most severe first, then the id."""
+    return -SEVERITIES.index(risk["severity"]), risk["id"]
+
+
 AMOUNT_CHOICES: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 40, 50)
 """The amounts offered as payload choices for request_resource / approve_resource / update_policy."""
 INTERRUPTS_WORK: tuple[str, ...] = ("query_metrics", "resolve_incident")
