@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aaos.core.kit import Prompting
+from aaos.core.kit import Prompting, beside
 from aaos.envs.org.oversight import RISK_CHECK_WINDOW
 from aaos.envs.org.spec import most_severe_first, most_urgent_first
 
@@ -67,15 +67,14 @@ def with_open_work(view: Mapping[str, Any]) -> dict[str, Any]:
     flagged, after `risks`. A small model free to write any legal call otherwise re-delegates a task that already
     has its owner, or re-flags a flagged risk, while others wait: it reads a short list far more easily than it
     filters a table by a column."""
-    joined: dict[str, Any] = {}
-    for key, value in view.items():
-        joined[key] = value
-        if key == "visible_tasks" and isinstance(value, list):
-            pending = sorted((t for t in value if t["status"] == "pending"), key=most_urgent_first)
-            joined["awaiting_owner"] = [{"id": t["id"], "required_role": t["required_role"]} for t in pending]
-        if key == "risks" and isinstance(value, list):
-            detected = sorted((r for r in value if r["status"] == "detected"), key=most_severe_first)
-            joined["unflagged_risks"] = [r["id"] for r in detected]
+    joined, tasks, risks = dict(view), view.get("visible_tasks"), view.get("risks")
+    if isinstance(tasks, list):
+        pending = sorted((t for t in tasks if t["status"] == "pending"), key=most_urgent_first)
+        joined = beside(joined, "visible_tasks", {
+            "awaiting_owner": [{"id": t["id"], "required_role": t["required_role"]} for t in pending]})
+    if isinstance(risks, list):
+        detected = sorted((r for r in risks if r["status"] == "detected"), key=most_severe_first)
+        joined = beside(joined, "risks", {"unflagged_risks": [r["id"] for r in detected]})
     return joined
 
 
