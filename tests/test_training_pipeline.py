@@ -84,6 +84,7 @@ def test_the_model_taught_decodes_as_the_preset_says_and_the_evaluation_as_ever(
     ("rft_rounds=two", "rft_rounds takes an integer, got 'two'"), ("learning_rate=fast", "takes a number"),
     ("rft_rounds=-1", "must be at least 0"), ("batch_size=0", "batch_size must be at least 1"),
     ("rft_keep=teacher", "rft_keep takes one of champion, learner, got 'teacher'"),
+    ("rft_data=best", "rft_data takes one of mixed, gains, got 'best'"),
     ("learner_decoding=free", "learner_decoding takes one of legal, safe, got 'free'"),
     ("refine_learning_rate=slow", "refine_learning_rate takes a number or none, got 'slow'")])
 def test_a_bad_set_is_refused_before_anything_is_written(tmp_path: Path, assignment: str, said: str,
@@ -339,3 +340,24 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
     kept = json.loads((out / "summary.json").read_text(encoding="utf-8"))["evaluation_kept"]
     assert kept == [*BASELINES, *MODELS][:-1]  # what the resumed evaluation did not play again (the last one's
     # only episode was cut)
+
+
+@pytest.mark.local_model
+def test_trained_on_gains_rft_fits_only_the_rows_of_the_states_where_the_model_lost(tmp_path: Path) -> None:
+    pytest.importorskip("peft", reason="peft is in the optional [train] extra")
+    pytest.importorskip("llama_cpp", reason="the local model is optional")
+    preset = dataclasses.replace(PRESETS["mini"], rft_data="gains")
+    run_ = Run(tmp_path / "run", "chief_of_staff", "steady_week", "mini rft_data=gains", preset)
+    run_.out.mkdir()
+    for stage in ("collect", "sft", "dagger", "rft"):
+        STAGE_FUNCTIONS[stage](run_)
+    folder = run_.out / "rft"
+    states = [json.loads(line) for line in (folder / "states0.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(line) for line in (folder / "round0.jsonl").read_text(encoding="utf-8").splitlines()]
+    gains = [json.loads(line) for line in (folder / "gains0.jsonl").read_text(encoding="utf-8").splitlines()]
+    losing = {(s["scenario"], s["seed"], s["step"]) for s in states if s["best"] > s["greedy"]}
+    assert states and gains == [row for row in rows if (row["scenario"], row["seed"], row["step"]) in losing]
+    with (run_.out / "rft_log.csv").open(encoding="utf-8") as handle:
+        steps = [int(row["step"]) for row in csv.DictReader(handle)]
+    assert steps == ([1] if gains else [])  # nothing to learn where the model lost nowhere: no step
+    assert (run_.out / "adapters" / "rft" / "adapter_config.json").exists()

@@ -13,7 +13,7 @@ from aaos.policies import baseline
 from aaos.training.dagger import dagger_rows
 from aaos.training.decisions import branch_chars, parse_answer
 from aaos.training.episodes import play
-from aaos.training.rft import StateLog, log_row, rft_rows
+from aaos.training.rft import StateLog, gaining_rows, log_row, rft_rows
 from aaos.training.sft import sft_rows
 
 META = EpisodeMeta("chief_of_staff", "steady_week", "product_launch", 3)
@@ -65,6 +65,19 @@ def test_kept_by_the_learner_a_row_holds_the_champions_answer_only_where_it_scor
     champion_kept: list[StateLog] = []
     list(rft_rows(META, baseline("random"), [baseline("random")], "compact", champion_kept))
     assert [log.source for log in champion_kept] != [log.source for log in logs]
+
+
+def test_trained_on_gains_a_round_keeps_the_rows_of_the_states_where_the_models_own_answer_loses() -> None:
+    logs: list[StateLog] = []
+    rows = list(rft_rows(META, baseline("random"), [baseline("random")], "compact", logs))
+    kept = list(gaining_rows(rows, logs))
+    losing = {log.step for log in logs if log.best > log.greedy}
+    assert 0 < len(kept) < len(rows)  # random loses at some states and plays the best answer at others
+    assert {row["step"] for row in kept} == losing & {row["step"] for row in rows}
+    assert [row for row in rows if row["step"] in losing] == kept  # every row of a losing state, in order
+    twin: list[StateLog] = []
+    champion_rows = list(rft_rows(META, baseline("heuristic"), [baseline("heuristic")], "compact", twin))
+    assert champion_rows and not list(gaining_rows(champion_rows, twin))  # the champion loses nowhere to itself
 
 
 @pytest.mark.parametrize(("target", "options", "expected"), [

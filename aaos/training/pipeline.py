@@ -20,7 +20,9 @@ every stage: prompts_digest):
               seeds new to it; at every state rft_samples answers are sampled from it and the best-rewarded of them,
               its greedy answer and the champion's (the champion's on a tie) is the row (rft/round<r>.jsonl, each
               state's rewards in rft/states<r>.jsonl); training goes on from the latest adapter over the SFT
-              rows, DAgger's and every RFT row so far -> adapters/rft, rft_log.csv (as DAgger's), rft_samples.csv
+              rows, DAgger's and every RFT row so far (rft_data "gains": over the RFT rows alone of the states
+              where the best answer beats the greedy one, rft/gains<r>.jsonl) -> adapters/rft, rft_log.csv (as
+              DAgger's), rft_samples.csv
               (one line an episode: the mean sampled, champion, greedy and best rewards, and how often a sample beat
               the champion; nothing when rft_rounds is 0)
     dpo       preference optimisation (aaos.training.dpo): the latest model plays dpo_episodes train episodes on
@@ -411,10 +413,11 @@ def rft(run_: Run) -> None:
     if folder is None:
         return
     from aaos.training.gguf_lora import write_gguf_lora
-    from aaos.training.rft import StateLog, state_rows
+    from aaos.training.rft import StateLog, gaining_rows, state_rows
 
     per_round = _seeds_for(run_, preset.rft_episodes)
-    rows = [run_.out / "sft.jsonl", *sorted((run_.out / "dagger").glob("round*.jsonl"))]
+    rows = ([] if preset.rft_data == "gains"
+            else [run_.out / "sft.jsonl", *sorted((run_.out / "dagger").glob("round*.jsonl"))])
     lines: list[dict[str, Any]] = []
     log: list[dict[str, Any]] = []
     for round_ in range(preset.rft_rounds):
@@ -430,7 +433,18 @@ def rft(run_: Run) -> None:
         finally:
             server.stop()
         write_jsonl(state_rows(states), folder / f"states{round_}.jsonl")
-        rows.append(folder / f"round{round_}.jsonl")
+        if preset.rft_data == "gains":
+            gains = folder / f"gains{round_}.jsonl"
+            write_jsonl(gaining_rows(read_jsonl(folder / f"round{round_}.jsonl"), states), gains)
+            rows.append(gains)
+        else:
+            rows.append(folder / f"round{round_}.jsonl")
+        if not sum(map(_count_lines, rows)):
+            print(f"[rft] round {round_}: no state where a sample or the champion beats the model; nothing to train",
+                  flush=True)
+            if start != _adapter(run_, "rft"):
+                shutil.copytree(start, _adapter(run_, "rft"), dirs_exist_ok=True)
+            continue
         log += _round_log(_fit(run_, rows, preset.rft_steps, start, "rft"), round_, preset.rft_steps)
     _write_csv(log, run_.out / "rft_log.csv")
     _write_csv(lines, run_.out / "rft_samples.csv")

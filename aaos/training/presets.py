@@ -21,30 +21,31 @@ TRAINING_STAGES = ("sft", "dagger", "rft", "dpo", "grpo")
 class Preset:
     """How much of everything a run does.
 
-    train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x
-    grad_accumulation rows. dagger_rounds: DAgger rounds (0: none), each of dagger_episodes episodes the model plays
-    (the train scenarios in turn, on train seeds after the champion's) and dagger_steps optimizer steps.
-    lora_layers: the LoRA adapts every linear layer of the top lora_layers transformer blocks (None: of all of
-    them); backpropagation stops at the lowest of them, which saves time (a step of 4 inbox rows of ~330 tokens:
-    ~7.8 s with the top 10 of the 30 blocks, ~10.5 s with all) but costs what the model can learn: the top 10 alone
-    did not fit an inbox email's category in 40 steps (docs/training.md). grpo_steps: GRPO steps, each of one prompt
-    and grpo_generations completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds:
-    holdout seeds per scenario for every policy; eval_scenarios: how many scenarios (see
-    aaos.training.pipeline.eval_plan; None: all). decision_weight: the loss weight of an answer's decision tokens
-    (aaos.training.weighted; 1: every answer token alike, through TRL's SFTTrainer). rft_rounds: rounds of
-    rejection-sampling fine-tuning (aaos.training.rft; 0: none), each of rft_episodes episodes the model plays on
-    train seeds new to it, rft_samples answers sampled at rft_temperature at every state, and rft_steps optimizer
-    steps; rft_keep: whose answer a state's row holds unless another scores more by the rollout reward ("champion",
-    as in DAgger, or "learner": the model's own greedy answer, so the champion's is learned only where it scores
-    more). learner_decoding: what the model may write where it plays to be taught (DAgger's and RFT's episodes;
-    LLMConfig.decoding): "safe", only the calls the environment's guardrail admits, as every evaluated model but one;
-    "legal", every legal call, so it also reaches the states after calls the guardrail refuses and samples such
-    calls, where the champion's labels and the rollout reward teach it what to do instead (the score decoding
-    every legal call measures that). refine_learning_rate: the learning rate of DAgger's, RFT's and DPO's steps,
-    which go on from a fitted adapter (None: learning_rate). dpo_steps: optimizer steps of preference optimisation
-    on the rollout reward's pairs (aaos.training.dpo; 0: none), from dpo_episodes episodes the model plays on train
-    seeds new to it, sampling rft_samples answers at rft_temperature at every state; a pair is kept where the
-    rewards differ by at least dpo_margin; dpo_beta scales the preference term."""
+    train_seeds: champion episodes per train scenario. sft_steps: optimizer steps of batch_size x grad_accumulation
+    rows. dagger_rounds: DAgger rounds (0: none), each of dagger_episodes episodes the model plays (the train
+    scenarios in turn, on train seeds after the champion's) and dagger_steps optimizer steps. lora_layers: the LoRA
+    adapts every linear layer of the top lora_layers transformer blocks (None: of all of them); backpropagation
+    stops at the lowest of them, which saves time (a step of 4 inbox rows of ~330 tokens: ~7.8 s with the top 10 of
+    the 30 blocks, ~10.5 s with all) but costs what the model can learn: the top 10 alone did not fit an inbox
+    email's category in 40 steps (docs/training.md). grpo_steps: GRPO steps, each of one prompt and grpo_generations
+    completions of at most grpo_completion_tokens, sampled at grpo_temperature. eval_seeds: holdout seeds per
+    scenario for every policy; eval_scenarios: how many scenarios (see aaos.training.pipeline.eval_plan; None: all).
+    decision_weight: the loss weight of an answer's decision tokens (aaos.training.weighted; 1: every answer token
+    alike, through TRL's SFTTrainer). rft_rounds: rounds of rejection-sampling fine-tuning (aaos.training.rft; 0:
+    none), each of rft_episodes episodes the model plays on train seeds new to it, rft_samples answers sampled at
+    rft_temperature at every state, and rft_steps optimizer steps; rft_keep: whose answer a state's row holds unless
+    another scores more by the rollout reward ("champion", as in DAgger, or "learner": the model's own greedy
+    answer, so the champion's is learned only where it scores more); rft_data: what a round trains on ("mixed": its
+    rows with the SFT and DAgger rows; "gains": only its rows at the states where the best answer out-scores the
+    model's greedy one). learner_decoding: what the model may write where it plays to be taught (DAgger's and RFT's
+    episodes; LLMConfig.decoding): "safe", only the calls the environment's guardrail admits, as every evaluated
+    model but one; "legal", every legal call, so it also reaches the states after calls the guardrail refuses and
+    samples such calls, where the champion's labels and the rollout reward teach it what to do instead (the score
+    decoding every legal call measures that). refine_learning_rate: the learning rate of DAgger's, RFT's and DPO's
+    steps, which go on from a fitted adapter (None: learning_rate). dpo_steps: optimizer steps of preference
+    optimisation on the rollout reward's pairs (aaos.training.dpo; 0: none), from dpo_episodes episodes the model
+    plays on train seeds new to it, sampling rft_samples answers at rft_temperature at every state; a pair is kept
+    where the rewards differ by at least dpo_margin; dpo_beta scales the preference term."""
 
     train_seeds: int
     sft_steps: int
@@ -71,6 +72,7 @@ class Preset:
     rft_samples: int = 4
     rft_temperature: float = 1.0
     rft_keep: str = dataclasses.field(default="champion", metadata={"choices": ("champion", "learner")})
+    rft_data: str = dataclasses.field(default="mixed", metadata={"choices": ("mixed", "gains")})
     learner_decoding: str = dataclasses.field(default="safe", metadata={"choices": get_args(Decoding)})
     refine_learning_rate: float | None = None
     dpo_episodes: int = 0
@@ -108,7 +110,7 @@ PRESET_FIELDS: dict[str, tuple[str, ...]] = {
     "sft": ("sft_steps", "batch_size", "grad_accumulation", "learning_rate", "lora_rank", "lora_layers",
             "max_length", "decision_weight"),
     "dagger": ("dagger_rounds", "dagger_episodes", "dagger_steps", "learner_decoding", "refine_learning_rate"),
-    "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature", "rft_keep"),
+    "rft": ("rft_rounds", "rft_episodes", "rft_steps", "rft_samples", "rft_temperature", "rft_keep", "rft_data"),
     "dpo": ("dpo_episodes", "dpo_steps", "dpo_beta", "dpo_margin"),
     "grpo": ("grpo_steps", "grpo_generations", "grpo_completion_tokens", "grpo_temperature", "grpo_learning_rate"),
     "evaluate": ("eval_seeds", "eval_scenarios"),

@@ -13,6 +13,11 @@ there). The row's answer is the best of them, the kept one's on a tie (`keep`):
   champion's habits (on chief_of_staff, a check-in after every misaligned booking) that a small model copies where
   they do not apply. Here only what the reward ranks higher is taught.
 
+What a round trains on (the preset's rft_data): "mixed", its rows joined to the SFT and DAgger rows, of which
+they are a small share; or "gains", only its rows at the states where the best answer out-scores the model's own
+greedy one (`gaining_rows`): the states where the reward says the model's own answer loses, chosen by the reward
+alone. Where the model already plays the best answer, a row teaches what it does anyway.
+
 Each state is logged (`StateLog`): the mean reward of the samples, the champion's, the greedy answer's and the
 best's, so a run shows whether the sampled reward rises round after round and how often the model's own answers
 (sampled or greedy) beat the teacher.
@@ -23,7 +28,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -52,6 +57,11 @@ class StateLog:
     best: float
     source: str
     """Whose answer the row holds: "champion", "learner" (its greedy answer) or "sample"."""
+
+    @property
+    def gains(self) -> bool:
+        """The best answer out-scores the model's greedy one: the model's own answer loses here."""
+        return self.best > self.greedy
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,12 @@ def rft_rows(meta: EpisodeMeta, learner: PolicySpec, samplers: Sequence[PolicySp
         best = state.best(state.champion if keep == "champion" else state.greedy)
         logs.append(state.log(meta, best))
         yield from labelled_rows(state.env, state.observation, best, meta, state.step, mode)
+
+
+def gaining_rows(rows: Iterable[dict[str, Any]], logs: Sequence[StateLog]) -> Iterator[dict[str, Any]]:
+    """The rows (rft_rows) of the states whose log says the best answer out-scores the greedy one (StateLog.gains)."""
+    gaining = {(log.scenario, log.seed, log.step) for log in logs if log.gains}
+    return (row for row in rows if (row["scenario"], row["seed"], row["step"]) in gaining)
 
 
 def log_row(round_: int, logs: Sequence[StateLog]) -> dict[str, Any]:
