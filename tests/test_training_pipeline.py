@@ -346,10 +346,10 @@ def test_every_stage_writes_its_files_and_a_rerun_skips_them(tmp_path: Path,
 def test_trained_on_gains_rft_fits_only_the_rows_of_the_states_where_the_model_lost(tmp_path: Path) -> None:
     pytest.importorskip("peft", reason="peft is in the optional [train] extra")
     pytest.importorskip("llama_cpp", reason="the local model is optional")
-    preset = dataclasses.replace(PRESETS["mini"], rft_data="gains")
-    run_ = Run(tmp_path / "run", "chief_of_staff", "steady_week", "mini rft_data=gains", preset)
+    preset = dataclasses.replace(PRESETS["mini"], rft_data="gains", dagger_rounds=0)  # RFT goes on from SFT
+    run_ = Run(tmp_path / "run", "chief_of_staff", "steady_week", "mini rft_data=gains dagger_rounds=0", preset)
     run_.out.mkdir()
-    for stage in ("collect", "sft", "dagger", "rft"):
+    for stage in ("collect", "sft", "rft"):
         STAGE_FUNCTIONS[stage](run_)
     folder = run_.out / "rft"
     states = [json.loads(line) for line in (folder / "states0.jsonl").read_text(encoding="utf-8").splitlines()]
