@@ -433,12 +433,11 @@ def rft(run_: Run) -> None:
         finally:
             server.stop()
         write_jsonl(state_rows(states), folder / f"states{round_}.jsonl")
+        trained_on = folder / f"round{round_}.jsonl"
         if preset.rft_data == "gains":
-            gains = folder / f"gains{round_}.jsonl"
-            write_jsonl(gaining_rows(read_jsonl(folder / f"round{round_}.jsonl"), states), gains)
-            rows.append(gains)
-        else:
-            rows.append(folder / f"round{round_}.jsonl")
+            trained_on = folder / f"gains{round_}.jsonl"
+            write_jsonl(gaining_rows(read_jsonl(folder / f"round{round_}.jsonl"), states), trained_on)
+        rows.append(trained_on)
         if not sum(map(_count_lines, rows)):
             print(f"[rft] round {round_}: no state where a sample or the champion beats the model; nothing to train",
                   flush=True)
