@@ -24,6 +24,7 @@ from aaos.policies import baseline
 from aaos.training.plots import LEGAL
 from aaos.ui import benchmark, replay_tab, replays
 from aaos.ui import watch_prose as words
+from aaos.ui.layout import build_blocks
 from aaos.ui.replay_tab import Watch
 from aaos.ui.session import Session
 
@@ -193,6 +194,26 @@ def test_sources_without_episodes_say_what_to_do() -> None:
     assert "No benchmark has run" in load(fresh, "benchmark")["replay_note"]
     assert "Upload a JSONL" in load(fresh, "upload")["replay_note"]
     assert replay_tab.first_open(Watch(), fresh, "org", "play", None) == {}  # opened before: nothing reloads
+
+
+def test_the_environment_already_listed_keeps_the_step_shown_and_another_lists_its_own() -> None:
+    """The sidebar's environment answered twice (a late page load listed it already) leaves the step the user went
+    to; another environment lists its committed episodes from the first step."""
+    listed = load(None, "committed", "chief_of_staff")["replay"]
+    went = replay_tab.show_step(listed, 12)["replay"]
+    assert went.step == 12
+    assert replay_tab.choose_env(went, None, "chief_of_staff", "committed", None) == {}
+    other = replay_tab.choose_env(went, None, "org", "committed", None)
+    assert other["replay"].step == 1 and {e.meta.env for e in other["replay"].entries} == {"org"}
+
+
+def test_the_tabs_listings_run_one_at_a_time_in_the_order_asked() -> None:
+    """The page load's listing, still queued when the environment is changed, must finish before the change's runs
+    (which then lists the environment chosen, not the one the page load was asked for)."""
+    listings = {replay_tab.first_open, replay_tab.choose_source, replay_tab.choose_env, replay_tab.load}
+    wired = [fn for fn in build_blocks().fns.values() if getattr(fn.fn, "__wrapped__", None) in listings]
+    assert len(wired) == 6
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in wired} == {("replay-listing", 1)}
 
 
 # In the browser --------------------------------------------------------------------------------------------------

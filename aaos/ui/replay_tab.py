@@ -88,12 +88,15 @@ def wire(blocks: gr.Blocks, ui: Ui) -> None:
     listing = ("replay", "session", "env", "replay_source", "replay_upload")
     # on page load, not on the tab's select: a Tab's select listener makes Gradio 6.31 draw the chosen tab's name
     # over the last tab's button
-    ui.event(blocks.load, first_open, listing, LOADED)
-    ui.event(ui["replay_source"].input, choose_source, listing, LOADED)
-    ui.event(ui["replay_upload"].upload, choose_source, listing, LOADED)
-    ui.event(ui["env"].input, choose_env, listing, LOADED)
-    ui.event(ui["replay_episode"].input, load, (*listing, "replay_episode"), LOADED)
-    ui.event(ui["replay_load"].click, load, (*listing, "replay_episode"), LOADED)
+    # one listing at a time, in the order asked: the page load's, still queued when the environment is changed,
+    # would otherwise list the environment it was asked for over the one chosen after it
+    one_by_one = {"concurrency_id": "replay-listing", "concurrency_limit": 1}
+    ui.event(blocks.load, first_open, listing, LOADED, **one_by_one)
+    ui.event(ui["replay_source"].input, choose_source, listing, LOADED, **one_by_one)
+    ui.event(ui["replay_upload"].upload, choose_source, listing, LOADED, **one_by_one)
+    ui.event(ui["env"].input, choose_env, listing, LOADED, **one_by_one)
+    ui.event(ui["replay_episode"].input, load, (*listing, "replay_episode"), LOADED, **one_by_one)
+    ui.event(ui["replay_load"].click, load, (*listing, "replay_episode"), LOADED, **one_by_one)
     # `change`, not `release`: a step typed in the slider's box (or set with the arrow keys) shows at once, not on
     # blur; a step the tab set itself is the one shown, and changes nothing
     ui.event(ui["replay_step"].change, show_step, ("replay", "replay_step"), VIEW, trigger_mode="always_last")
@@ -175,9 +178,12 @@ def first_open(watch: Watch | None, session: Session | None, env_id: str, source
 
 def choose_env(watch: Watch | None, session: Session | None, env_id: str, source: str,
                upload: str | None) -> Outputs:
-    """The sidebar's environment changed: the committed episodes shown follow it (once the tab has been opened).
-    Outputs: LOADED."""
-    return load(watch, session, env_id, source, upload, 0) if watch is not None and source == "committed" else {}
+    """The sidebar's environment changed: the committed episodes shown follow it (once the tab has been opened;
+    nothing again for the environment already listed: a late page load may have listed it, and the step the user
+    went to stays). Outputs: LOADED."""
+    if watch is None or source != "committed" or (watch.entries and watch.entries[0].meta.env == env_id):
+        return {}
+    return load(watch, session, env_id, source, upload, 0)
 
 
 # Showing step t --------------------------------------------------------------------------------------------------
