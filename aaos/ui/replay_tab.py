@@ -10,7 +10,9 @@ return a new one. A file that cannot be replayed gets a message and changes noth
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import gradio as gr
 
@@ -86,17 +88,20 @@ def build(ui: Ui) -> None:
 def wire(blocks: gr.Blocks, ui: Ui) -> None:
     """Connect the tab's events (and the sidebar's environment, for the committed episodes) to their handlers."""
     listing = ("replay", "session", "env", "replay_source", "replay_upload")
+
+    def lists(listener: Callable[..., Any], handler: Callable[..., Outputs], inputs: tuple[str, ...] = listing) -> None:
+        # one listing at a time, in the order asked: the page load's, still queued when the environment is changed,
+        # would otherwise list the environment it was asked for over the one chosen after it
+        ui.event(listener, handler, inputs, LOADED, concurrency_id="replay-listing", concurrency_limit=1)
+
     # on page load, not on the tab's select: a Tab's select listener makes Gradio 6.31 draw the chosen tab's name
     # over the last tab's button
-    # one listing at a time, in the order asked: the page load's, still queued when the environment is changed,
-    # would otherwise list the environment it was asked for over the one chosen after it
-    one_by_one = {"concurrency_id": "replay-listing", "concurrency_limit": 1}
-    ui.event(blocks.load, first_open, listing, LOADED, **one_by_one)
-    ui.event(ui["replay_source"].input, choose_source, listing, LOADED, **one_by_one)
-    ui.event(ui["replay_upload"].upload, choose_source, listing, LOADED, **one_by_one)
-    ui.event(ui["env"].input, choose_env, listing, LOADED, **one_by_one)
-    ui.event(ui["replay_episode"].input, load, (*listing, "replay_episode"), LOADED, **one_by_one)
-    ui.event(ui["replay_load"].click, load, (*listing, "replay_episode"), LOADED, **one_by_one)
+    lists(blocks.load, first_open)
+    lists(ui["replay_source"].input, choose_source)
+    lists(ui["replay_upload"].upload, choose_source)
+    lists(ui["env"].input, choose_env)
+    lists(ui["replay_episode"].input, load, (*listing, "replay_episode"))
+    lists(ui["replay_load"].click, load, (*listing, "replay_episode"))
     # `change`, not `release`: a step typed in the slider's box (or set with the arrow keys) shows at once, not on
     # blur; a step the tab set itself is the one shown, and changes nothing
     ui.event(ui["replay_step"].change, show_step, ("replay", "replay_step"), VIEW, trigger_mode="always_last")
